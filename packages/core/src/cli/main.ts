@@ -1,0 +1,1 @@
+console.log("onceflow CLI: under construction");

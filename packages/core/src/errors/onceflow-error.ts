@@ -1,0 +1,181 @@
+/**
+ * Stable error codes. A code never changes meaning once published: match on it, not on messages.
+ *
+ * @example
+ * ```ts
+ * try { await job.execute(); } catch (error) {
+ *   if (error instanceof OnceflowError && error.code === "TRANSACTION_TIMED_OUT") alertOnDataLoss(error);
+ * }
+ * ```
+ */
+export const ErrorCode = {
+  /** A setting is missing, out of range or inconsistent with another. The message says what to change. */
+  CONFIGURATION: "CONFIGURATION",
+  /** A checkpoint could not be taken, stored or completed. */
+  CHECKPOINT_FAILED: "CHECKPOINT_FAILED",
+  /** A stored checkpoint is unreadable (checksum mismatch, missing file). Never restored silently. */
+  CHECKPOINT_CORRUPT: "CHECKPOINT_CORRUPT",
+  /** A named checkpoint does not exist in the storage. */
+  CHECKPOINT_NOT_FOUND: "CHECKPOINT_NOT_FOUND",
+  /** Restoring state or recovering transactions after a restart failed. */
+  RECOVERY_FAILED: "RECOVERY_FAILED",
+  /** A commit kept failing after every retry; the transaction is still pending, never dropped. */
+  COMMIT_FAILED: "COMMIT_FAILED",
+  /** Another writer took over the transaction (a newer process fenced this one). */
+  TRANSACTION_FENCED: "TRANSACTION_FENCED",
+  /** The external system aborted a pre-committed transaction after its timeout: its data is lost. */
+  TRANSACTION_TIMED_OUT: "TRANSACTION_TIMED_OUT",
+  /** A record could not be deserialized and the policy is `fail`. */
+  DESERIALIZATION_FAILED: "DESERIALIZATION_FAILED",
+  /** A required external service or binary is not available. */
+  SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  /** The restart strategy gave up; `cause` is the last failure. */
+  JOB_FAILED: "JOB_FAILED",
+  /** A user function threw; `cause` is the error it threw. */
+  USER_FUNCTION_FAILED: "USER_FUNCTION_FAILED",
+} as const;
+
+/** One of the {@link ErrorCode} values. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Extra, machine-readable facts about an error (checkpoint id, transaction id, setting name …). */
+export type ErrorDetails = Readonly<Record<string, unknown>>;
+
+/**
+ * The base of every error onceflow throws on purpose. It has a stable {@link ErrorCode}, an optional
+ * `cause`, and `details` for the facts a handler needs.
+ *
+ * @example
+ * ```ts
+ * throw new OnceflowError("CONFIGURATION", "checkpointing.interval must be at least 10 ms", {
+ *   details: { setting: "checkpointing.interval" },
+ * });
+ * ```
+ */
+export class OnceflowError extends Error {
+  /** The stable code to match on. */
+  readonly code: ErrorCode;
+  /** Machine-readable facts about the failure. */
+  readonly details: ErrorDetails;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; details?: ErrorDetails } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+}
+
+/**
+ * A setting is wrong. Thrown at start, before any data moves, with a message that names the setting
+ * and says what to change.
+ *
+ * @example
+ * ```ts
+ * throw new ConfigurationError("checkpointing.timeout", "must be greater than 0, got -1");
+ * ```
+ */
+export class ConfigurationError extends OnceflowError {
+  /** The dotted name of the offending setting. */
+  readonly setting: string;
+  constructor(setting: string, problem: string, options: { cause?: unknown } = {}) {
+    super("CONFIGURATION", `${setting}: ${problem}`, { ...options, details: { setting } });
+    this.setting = setting;
+  }
+}
+
+/**
+ * A checkpoint could not be taken, stored, read or found. `code` tells which.
+ *
+ * @example
+ * ```ts
+ * throw new CheckpointError("CHECKPOINT_CORRUPT", "checkpoint 12: checksum mismatch", { checkpointId: 12 });
+ * ```
+ */
+export class CheckpointError extends OnceflowError {
+  /** The checkpoint concerned, when there is one. */
+  readonly checkpointId: number | undefined;
+  constructor(
+    code: "CHECKPOINT_FAILED" | "CHECKPOINT_CORRUPT" | "CHECKPOINT_NOT_FOUND",
+    message: string,
+    options: { checkpointId?: number; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: options.cause, details: { checkpointId: options.checkpointId } });
+    this.checkpointId = options.checkpointId;
+  }
+}
+
+/**
+ * Restoring state or recovering a sink's transactions after a restart failed.
+ *
+ * @example
+ * ```ts
+ * throw new RecoveryError("cannot restore operator 'count': state was written by a different serializer", { cause });
+ * ```
+ */
+export class RecoveryError extends OnceflowError {
+  constructor(message: string, options: { cause?: unknown; details?: ErrorDetails } = {}) {
+    super("RECOVERY_FAILED", message, options);
+  }
+}
+
+/**
+ * A transaction of a two-phase-commit sink could not be finished. `code` says why:
+ * `COMMIT_FAILED` (retries exhausted, the transaction is still pending and will be retried after a
+ * restart), `TRANSACTION_FENCED` (a newer writer took the transaction over) or
+ * `TRANSACTION_TIMED_OUT` (the external system aborted it: its data is lost).
+ *
+ * @example
+ * ```ts
+ * throw new TransactionError("TRANSACTION_TIMED_OUT", "the broker aborted the transaction of checkpoint 7", {
+ *   checkpointId: 7, transactionId: "orders-0-1",
+ * });
+ * ```
+ */
+export class TransactionError extends OnceflowError {
+  /** The checkpoint whose transaction failed, when known. */
+  readonly checkpointId: number | undefined;
+  /** A printable id of the transaction (transactional id, gid, file name …). */
+  readonly transactionId: string | undefined;
+  constructor(
+    code: "COMMIT_FAILED" | "TRANSACTION_FENCED" | "TRANSACTION_TIMED_OUT",
+    message: string,
+    options: { checkpointId?: number; transactionId?: string; cause?: unknown } = {},
+  ) {
+    super(code, message, {
+      cause: options.cause,
+      details: { checkpointId: options.checkpointId, transactionId: options.transactionId },
+    });
+    this.checkpointId = options.checkpointId;
+    this.transactionId = options.transactionId;
+  }
+}
+
+/**
+ * A record could not be deserialized and the source's policy is `fail`. Carries where the record
+ * was, so nothing is lost: fix the producer or choose the `skip` or dead-letter policy.
+ *
+ * @example
+ * ```ts
+ * throw new DeserializationError("orders partition 3 offset 1200: Unexpected token", { splitId: "orders-3", position: "1200" });
+ * ```
+ */
+export class DeserializationError extends OnceflowError {
+  constructor(message: string, options: { cause?: unknown; details?: ErrorDetails } = {}) {
+    super("DESERIALIZATION_FAILED", message, options);
+  }
+}
+
+/**
+ * Wraps any non-onceflow error so that callers always get a code, keeping the original as `cause`.
+ *
+ * @example
+ * ```ts
+ * const error = asOnceflowError(new Error("boom"), "USER_FUNCTION_FAILED"); // error.cause is the original
+ * ```
+ */
+export function asOnceflowError(error: unknown, code: ErrorCode = "USER_FUNCTION_FAILED"): OnceflowError {
+  if (error instanceof OnceflowError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new OnceflowError(code, message, { cause: error });
+}
