@@ -1,0 +1,405 @@
+import { deserialize } from "node:v8";
+import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
+import type { CheckpointingOptions } from "../checkpoint/checkpointing-options.js";
+import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
+import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
+import { ConfigurationError, OnceflowError } from "../errors/onceflow-error.js";
+import { type Logger, silentLogger } from "../observability/logger.js";
+import { MetricNames, type Metrics, noopMetrics } from "../observability/metrics.js";
+import type { Source, SourceSplit } from "../source/source.js";
+import type { WatermarkStrategy } from "../time/watermark-strategy.js";
+import { DataStream, type OperatorOptions } from "./data-stream.js";
+import { SourceOperator } from "./operators/source-operator.js";
+import type { StreamOperator } from "./operators/stream-operator.js";
+import { planRestore, type RestorePlan, type RestoreSetting, scopeOf } from "./restore-plan.js";
+import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controller.js";
+import type { RestartStrategy } from "./restart-strategy.js";
+import { StreamGraph } from "./stream-graph.js";
+import { Subtask, type SubtaskSnapshot } from "./subtask.js";
+
+/**
+ * Settings of a {@link Job}.
+ *
+ * | Flink | onceflow |
+ * |---|---|
+ * | `env.setParallelism(4)` | `parallelism: 4` |
+ * | `env.enableCheckpointing(5000)` | `checkpointing: { interval: 5000 }` |
+ * | `env.setRestartStrategy(...)` | `restartStrategy: { type: "fixed-delay", attempts: 3, delay: 1000 }` |
+ * | `-s <savepoint path>` | `restore: { checkpointId: 42 }` |
+ *
+ * @example
+ * ```ts
+ * const options: JobOptions = { jobId: "orders", parallelism: 2, checkpointing: { interval: 1000 } };
+ * ```
+ */
+export interface JobOptions {
+  /** Stable across restarts: checkpoints are found by it. Letters, digits, `.`, `_`, `-`. */
+  readonly jobId: string;
+  /** Subtasks of the whole job (default 1). */
+  readonly parallelism?: number;
+  /**
+   * Run only this subtask in this process (for one process per subtask, e.g. a StatefulSet
+   * ordinal). Without it, this process runs all `parallelism` subtasks.
+   */
+  readonly subtaskIndex?: number;
+  /** Checkpointing; `false` or absent turns it off (then sinks commit only at the end of input). */
+  readonly checkpointing?: CheckpointingOptions | false;
+  /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
+  readonly restartStrategy?: RestartStrategy;
+  /** `"latest"` (default), `"none"`, or `{ checkpointId }`. */
+  readonly restore?: RestoreSetting;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
+  readonly handleSignals?: boolean;
+}
+
+/**
+ * How a run ended.
+ *
+ * @example
+ * ```ts
+ * const result = await job.execute();
+ * console.log(result.endedBy, result.lastCheckpointId, result.restarts);
+ * ```
+ */
+export interface JobResult {
+  readonly jobId: string;
+  /** `end-of-input` when bounded sources finished, `stop` after `stop()` or a signal. */
+  readonly endedBy: "end-of-input" | "stop";
+  /** The final checkpoint's id. */
+  readonly lastCheckpointId: number;
+  /** The checkpoint the first attempt restored, if any. */
+  readonly restoredCheckpointId: number | undefined;
+  readonly restarts: number;
+}
+
+/**
+ * Options of `fromSource`.
+ *
+ * @example
+ * ```ts
+ * job.fromSource(source, { uid: "orders", watermarks: { timestampAssigner: (order) => order.at, maxOutOfOrderness: 1000 } });
+ * ```
+ */
+export interface SourceOptions<T> extends OperatorOptions {
+  readonly watermarks?: WatermarkStrategy<T>;
+}
+
+// Failures that a restart cannot fix: fail at once instead of looping.
+const PERMANENT_CODES = new Set(["CONFIGURATION", "TRANSACTION_TIMED_OUT", "CHECKPOINT_CORRUPT", "CHECKPOINT_NOT_FOUND"]);
+
+/**
+ * A dataflow job — Flink's `StreamExecutionEnvironment` and `JobGraph` in one. Declare sources,
+ * transformations and sinks, then `execute()`. Checkpoints, restore, restarts and the final
+ * commit are handled here.
+ *
+ * @example
+ * ```ts
+ * const job = new Job({ jobId: "word-count", checkpointing: { interval: 1000, storage: filesystem("./checkpoints") } });
+ * job.fromSource(new FileLinesSource({ paths: ["input.txt"] }), { uid: "lines" })
+ *   .flatMap((line) => line.split(/\s+/))
+ *   .keyBy((word) => word)
+ *   .process(new CountWords(), { uid: "count" })
+ *   .sinkTo(new FileSink({ directory: "out" }), { uid: "out" });
+ * await job.execute();
+ * ```
+ */
+export class Job {
+  readonly jobId: string;
+  private readonly graph = new StreamGraph();
+  private readonly options: JobOptions;
+  private readonly logger: Logger;
+  private readonly metrics: Metrics;
+  private readonly parallelism: number;
+  private readonly localSubtasks: readonly number[];
+  private storage: CheckpointStorage | undefined;
+  private stopRequested = false;
+  private requestStop: (() => void) | undefined;
+  private running = false;
+
+  constructor(options: JobOptions) {
+    this.options = options;
+    this.jobId = options.jobId;
+    this.logger = (options.logger ?? silentLogger).child({ job: options.jobId });
+    this.metrics = options.metrics ?? noopMetrics;
+    this.parallelism = options.parallelism ?? 1;
+    validateJobOptions(options, this.parallelism);
+    this.localSubtasks =
+      options.subtaskIndex === undefined
+        ? Array.from({ length: this.parallelism }, (_, index) => index)
+        : [options.subtaskIndex];
+  }
+
+  /** Starts a stream from a source. */
+  fromSource<T, SplitT extends SourceSplit>(source: Source<T, SplitT>, options: SourceOptions<T> = {}): DataStream<T> {
+    const untyped = source as unknown as Source<unknown, SourceSplit>;
+    const node = this.graph.add(
+      "source",
+      [],
+      options.uid,
+      (uid) => new SourceOperator(uid, untyped, options.watermarks as WatermarkStrategy<unknown> | undefined),
+      untyped,
+    );
+    return new DataStream<T>(this.graph, node);
+  }
+
+  /**
+   * Stops the job with a final checkpoint: sources stop reading, the last checkpoint is taken and
+   * committed, `execute()` resolves with `endedBy: "stop"` (Flink's stop-with-savepoint).
+   */
+  stop(): void {
+    this.stopRequested = true;
+    this.requestStop?.();
+  }
+
+  /** Runs the job until its bounded input ends or `stop()`, restarting after failures as configured. */
+  async execute(): Promise<JobResult> {
+    if (this.running) throw new ConfigurationError("execute", "the job is already running");
+    if (!this.graph.nodes.some((node) => node.kind === "sink")) {
+      throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
+    }
+    this.running = true;
+    const removeSignalHandlers = this.options.handleSignals ? this.installSignalHandlers() : () => {};
+    const restarts = new RestartController(this.options.restartStrategy ?? DEFAULT_RESTART_STRATEGY);
+    const restartCounter = this.metrics.counter(MetricNames.restarts, "Job restarts");
+    let attempt = 0;
+    let firstRestored: number | undefined;
+    try {
+      this.storage = this.resolveStorage();
+      for (;;) {
+        try {
+          const outcome = await this.runAttempt(attempt);
+          if (attempt === 0) firstRestored = outcome.restoredCheckpointId;
+          return { jobId: this.jobId, ...outcome, restoredCheckpointId: firstRestored, restarts: attempt };
+        } catch (error) {
+          if (error instanceof OnceflowError && PERMANENT_CODES.has(error.code)) throw error;
+          const delay = this.stopRequested ? undefined : restarts.onFailure(Date.now());
+          this.logger.error({ attempt, error: String(error), restartIn: delay }, "job attempt failed");
+          if (delay === undefined) {
+            throw new OnceflowError(
+              "JOB_FAILED",
+              `job '${this.jobId}' failed after ${attempt} restart(s): ${error instanceof Error ? error.message : String(error)}`,
+              { cause: error },
+            );
+          }
+          restartCounter.inc(1, { job: this.jobId });
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          attempt++;
+        }
+      }
+    } finally {
+      removeSignalHandlers();
+      this.running = false;
+    }
+  }
+
+  private async runAttempt(
+    attemptNumber: number,
+  ): Promise<{ endedBy: JobResult["endedBy"]; lastCheckpointId: number; restoredCheckpointId: number | undefined }> {
+    const runsAll = this.options.subtaskIndex === undefined;
+    const scope = scopeOf(this.options.subtaskIndex ?? 0, this.parallelism, runsAll);
+    const plan = await this.planRestore(scope);
+    if (plan.checkpointId !== undefined) {
+      this.logger.info(
+        { checkpointId: plan.checkpointId, from: plan.restoredFrom.map((m) => `${m.scope}#${m.checkpointId}`) },
+        "restoring checkpoint",
+      );
+    }
+    const subtasks: Subtask[] = [];
+    let failAttempt!: (error: unknown) => void;
+    const failed = new Promise<never>((_, reject) => {
+      failAttempt = reject;
+    });
+    failed.catch(() => undefined);
+    const coordinatorRef: { current?: CheckpointCoordinator } = {};
+    const loops: Promise<void>[] = [];
+    try {
+      for (const subtaskIndex of this.localSubtasks) {
+        subtasks.push(await this.createSubtask(subtaskIndex, attemptNumber, plan));
+      }
+      const checkpointing = resolveCheckpointing(this.options.checkpointing);
+      const coordinator = new CheckpointCoordinator({
+        jobId: this.jobId,
+        scope,
+        parallelism: this.parallelism,
+        subtasks,
+        storage: checkpointing ? this.storage : undefined,
+        checkpointing,
+        lastCheckpointId: plan.highestStoredId,
+        describe: (states) => this.describeCheckpoint(states),
+        logger: this.logger,
+        metrics: this.metrics,
+        onFailure: failAttempt,
+      });
+      coordinatorRef.current = coordinator;
+      for (const subtask of subtasks) loops.push(subtask.run().catch((error: unknown) => failAttempt(error)));
+      coordinator.start();
+      const stopped = new Promise<"stop">((resolve) => {
+        this.requestStop = () => resolve("stop");
+        if (this.stopRequested) resolve("stop");
+      });
+      const inputEnded = Promise.all(subtasks.map((subtask) => subtask.whenInputEnded())).then(
+        () => "end-of-input" as const,
+      );
+      const endedBy = await Promise.race([inputEnded, stopped, failed]);
+      if (endedBy === "stop") await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
+      const lastCheckpointId = await Promise.race([coordinator.finalCheckpoint(), failed]);
+      this.logger.info({ endedBy, lastCheckpointId }, "job finished");
+      await this.shutdown(subtasks, loops, coordinator);
+      return { endedBy, lastCheckpointId, restoredCheckpointId: plan.checkpointId };
+    } catch (error) {
+      await this.shutdown(subtasks, loops, coordinatorRef.current);
+      throw error;
+    } finally {
+      this.requestStop = undefined;
+    }
+  }
+
+  private async shutdown(
+    subtasks: readonly Subtask[],
+    loops: readonly Promise<void>[],
+    coordinator: CheckpointCoordinator | undefined,
+  ): Promise<void> {
+    coordinator?.stop();
+    for (const subtask of subtasks) subtask.terminate();
+    await Promise.allSettled(loops);
+    // Closing aborts open transactions; pending ones stay for the next attempt to recover.
+    for (const subtask of subtasks) await subtask.close();
+  }
+
+  private async planRestore(scope: string): Promise<RestorePlan> {
+    const sources = new Map(
+      this.graph.nodes.flatMap((node) => (node.source ? [[node.uid, node.source] as const] : [])),
+    );
+    if (!this.storage || !this.options.checkpointing) {
+      return { checkpointId: undefined, highestStoredId: 0, restoredFrom: [], operatorsOf: () => undefined };
+    }
+    return planRestore({
+      storage: this.storage,
+      jobId: this.jobId,
+      scope,
+      parallelism: this.parallelism,
+      setting: this.options.restore ?? "latest",
+      sources,
+    });
+  }
+
+  private async createSubtask(subtaskIndex: number, attemptNumber: number, plan: RestorePlan): Promise<Subtask> {
+    const context = { subtaskIndex, parallelism: this.parallelism, subtasksInProcess: this.localSubtasks.length };
+    const restored = plan.operatorsOf(subtaskIndex);
+    const logger = this.logger.child({ subtask: subtaskIndex });
+    const environment = {
+      jobId: this.jobId,
+      subtaskIndex,
+      parallelism: this.parallelism,
+      attemptNumber,
+      logger,
+      metrics: this.metrics,
+      restoredCheckpointId: plan.checkpointId,
+    };
+    const byNode = new Map<number, StreamOperator>();
+    const operators: StreamOperator[] = [];
+    for (const node of this.graph.nodes) {
+      const operator = node.createOperator(context);
+      for (const input of node.inputs) byNode.get(input.id)!.connectTo(operator);
+      byNode.set(node.id, operator);
+      operators.push(operator);
+    }
+    for (const operator of operators) await operator.initialize(environment, restored?.[operator.uid]);
+    const sources = operators.filter((operator): operator is SourceOperator => operator instanceof SourceOperator);
+    const subtask = new Subtask(subtaskIndex, operators, sources, logger);
+    await subtask.initialize();
+    return subtask;
+  }
+
+  private resolveStorage(): CheckpointStorage | undefined {
+    const checkpointing = this.options.checkpointing;
+    if (!checkpointing) return undefined;
+    if (this.storage) return this.storage;
+    if (checkpointing.storage === "memory") return new MemoryCheckpointStorage();
+    return checkpointing.storage ?? filesystem(".onceflow/checkpoints");
+  }
+
+  // A readable summary for `onceflow checkpoints inspect`: operators and source positions.
+  private describeCheckpoint(states: ReadonlyMap<number, Buffer>): Record<string, unknown> {
+    const splits: Record<string, unknown> = {};
+    for (const [subtaskIndex, bytes] of states) {
+      const snapshot = deserialize(bytes) as SubtaskSnapshot;
+      for (const [uid, operator] of Object.entries(snapshot.operators)) {
+        const source = this.graph.nodes.find((node) => node.uid === uid)?.source;
+        for (const entry of operator.splits ?? []) {
+          const split = source?.splitSerializer ? source.splitSerializer.deserialize(entry.bytes) : deserialize(entry.bytes);
+          splits[entry.splitKey] = { subtask: subtaskIndex, ...toJsonSafe(split) };
+        }
+      }
+    }
+    return {
+      operators: this.graph.nodes.map((node) => ({ uid: node.uid, kind: node.kind })),
+      splits,
+    };
+  }
+
+  private installSignalHandlers(): () => void {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      this.logger.info({ signal }, "stopping with a final checkpoint");
+      this.stop();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    return () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+    };
+  }
+}
+
+function toJsonSafe(value: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value, (_key, item) => (typeof item === "bigint" ? item.toString() : item)));
+}
+
+function resolveCheckpointing(options: CheckpointingOptions | false | undefined): ResolvedCheckpointing | undefined {
+  if (!options) return undefined;
+  return {
+    interval: options.interval,
+    timeout: options.timeout ?? 600_000,
+    minPauseBetween: options.minPauseBetween ?? 0,
+    tolerableFailures: options.tolerableFailures ?? 0,
+    retained: options.retained ?? 3,
+  };
+}
+
+function validateJobOptions(options: JobOptions, parallelism: number): void {
+  if (typeof options.jobId !== "string" || !/^[A-Za-z0-9._-]+$/.test(options.jobId)) {
+    throw new ConfigurationError("jobId", `must be letters, digits, '.', '_' or '-', got ${JSON.stringify(options.jobId)}`);
+  }
+  if (!Number.isInteger(parallelism) || parallelism < 1) {
+    throw new ConfigurationError("parallelism", `must be a whole number ≥ 1, got ${parallelism}`);
+  }
+  const { subtaskIndex } = options;
+  if (subtaskIndex !== undefined && !(Number.isInteger(subtaskIndex) && subtaskIndex >= 0 && subtaskIndex < parallelism)) {
+    throw new ConfigurationError("subtaskIndex", `must be a whole number from 0 to ${parallelism - 1}, got ${subtaskIndex}`);
+  }
+  const checkpointing = options.checkpointing;
+  if (!checkpointing) return;
+  const positive = (setting: string, value: number | undefined, minimum: number): void => {
+    if (value !== undefined && !(Number.isFinite(value) && value >= minimum)) {
+      throw new ConfigurationError(`checkpointing.${setting}`, `must be a number ≥ ${minimum}, got ${value}`);
+    }
+  };
+  if (checkpointing.interval === undefined) {
+    throw new ConfigurationError("checkpointing.interval", "is required (milliseconds between checkpoints), e.g. 1000");
+  }
+  positive("interval", checkpointing.interval, 10);
+  positive("timeout", checkpointing.timeout, 1);
+  positive("minPauseBetween", checkpointing.minPauseBetween, 0);
+  positive("tolerableFailures", checkpointing.tolerableFailures, 0);
+  positive("retained", checkpointing.retained, 1);
+  if (checkpointing.maxConcurrent !== undefined && checkpointing.maxConcurrent !== 1) {
+    throw new ConfigurationError(
+      "checkpointing.maxConcurrent",
+      `only 1 is supported (one checkpoint in flight, as Flink's default), got ${checkpointing.maxConcurrent}`,
+    );
+  }
+}

@@ -1,0 +1,123 @@
+import type { Logger } from "../../observability/logger.js";
+import type { Metrics } from "../../observability/metrics.js";
+import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
+import type { OperatorStateSnapshot } from "../../state/operator-state-store.js";
+import type { Timer } from "../timer-queue.js";
+
+/**
+ * Records moving between operators: all from one split, in order. `timestamps` holds event times
+ * (or is undefined when no record has one).
+ */
+export interface RecordBatch {
+  readonly splitKey: string;
+  readonly values: unknown[];
+  readonly timestamps: ReadonlyArray<number | undefined> | undefined;
+}
+
+/** What one operator contributes to a subtask's checkpoint. */
+export interface OperatorSnapshot {
+  operatorState?: OperatorStateSnapshot;
+  keyed?: Record<string, KeyedSplitSnapshot>;
+  eventTimers?: Record<string, Timer[]>;
+  processingTimers?: Record<string, Timer[]>;
+  /** Source splits with their positions, keyed by split key, plus each split's highest event time. */
+  splits?: Array<{ splitKey: string; bytes: Buffer; maxTimestamp: number | undefined }>;
+}
+
+/** Facts every operator of a subtask shares. */
+export interface OperatorEnvironment {
+  readonly jobId: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly attemptNumber: number;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** The restored checkpoint's id, or undefined on a fresh start. */
+  readonly restoredCheckpointId: number | undefined;
+}
+
+interface Edge {
+  readonly operator: StreamOperator;
+  readonly inputIndex: number;
+}
+
+/**
+ * The runtime's unit of processing inside a subtask. All calls come from the subtask's single
+ * loop (its mailbox), so an operator never sees two calls at once. Barriers need no explicit
+ * alignment here: a checkpoint is one mailbox action that snapshots every operator in topological
+ * order while no batch is in flight, which is what aligned barriers achieve across threads.
+ */
+export abstract class StreamOperator {
+  private readonly outputs: Edge[] = [];
+  private inputWatermarks: number[] = [-Infinity];
+  /** The combined watermark of this operator's inputs. */
+  currentWatermark = -Infinity;
+
+  constructor(readonly uid: string) {}
+
+  /** Connects `downstream` as the next operator; returns the input index it sees us as. */
+  connectTo(downstream: StreamOperator): void {
+    const inputIndex = downstream.addInput();
+    this.outputs.push({ operator: downstream, inputIndex });
+  }
+
+  private addInput(): number {
+    if (this.inputCount === 0) {
+      this.inputCount = 1;
+      return 0;
+    }
+    this.inputWatermarks.push(-Infinity);
+    return this.inputCount++;
+  }
+
+  private inputCount = 0;
+
+  abstract processBatch(batch: RecordBatch): void | Promise<void>;
+
+  initialize(_environment: OperatorEnvironment, _restored: OperatorSnapshot | undefined): void | Promise<void> {}
+  open(): void | Promise<void> {}
+  snapshot(_checkpointId: number, _timestamp: number): OperatorSnapshot | undefined | Promise<OperatorSnapshot | undefined> {
+    return undefined;
+  }
+  notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
+  notifyCheckpointAborted(_checkpointId: number): void | Promise<void> {}
+  /** End of input: every record has arrived. */
+  finish(): void | Promise<void> {}
+  close(): void | Promise<void> {}
+  /** Earliest processing-time timer, for the subtask loop's sleep. */
+  nextProcessingTime(): number | undefined {
+    return undefined;
+  }
+  fireProcessingTimers(_now: number): void | Promise<void> {}
+
+  /** Called by an upstream operator; the combined watermark is the minimum over all inputs. */
+  async receiveWatermark(inputIndex: number, watermark: number): Promise<void> {
+    const inputs = this.inputWatermarks;
+    if (watermark <= (inputs[inputIndex] ?? -Infinity)) return;
+    inputs[inputIndex] = watermark;
+    let combined = Infinity;
+    for (const value of inputs) if (value < combined) combined = value;
+    if (combined <= this.currentWatermark) return;
+    this.currentWatermark = combined;
+    await this.onWatermark(combined);
+  }
+
+  protected async onWatermark(watermark: number): Promise<void> {
+    await this.emitWatermark(watermark);
+  }
+
+  protected emit(batch: RecordBatch): void | Promise<void> {
+    if (batch.values.length === 0) return;
+    const outputs = this.outputs;
+    if (outputs.length === 1) return outputs[0]!.operator.processBatch(batch);
+    return this.emitToEach(batch);
+  }
+
+  private async emitToEach(batch: RecordBatch): Promise<void> {
+    for (const output of this.outputs) await output.operator.processBatch(batch);
+  }
+
+  protected async emitWatermark(watermark: number): Promise<void> {
+    for (const output of this.outputs) await output.operator.receiveWatermark(output.inputIndex, watermark);
+  }
+}

@@ -1,0 +1,197 @@
+import { serialize } from "node:v8";
+import type { Logger } from "../observability/logger.js";
+import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
+import type { SourceOperator } from "./operators/source-operator.js";
+
+/** What one subtask contributes to a checkpoint (stored serialized, one buffer per subtask). */
+export interface SubtaskSnapshot {
+  readonly formatVersion: 1;
+  readonly checkpointId: number;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly operators: Record<string, OperatorSnapshot>;
+}
+
+type Mail = () => Promise<void>;
+
+// Yield to the event loop at least this often, so timers and I/O (checkpoint triggers) get a turn.
+const YIELD_INTERVAL_MS = 5;
+
+/**
+ * One copy of the operator chain, run by a single loop — Flink's mailbox model. Records, timers,
+ * checkpoint barriers and notifications are all handled by this loop one at a time, so no
+ * operator is ever called concurrently and a checkpoint always sees state between batches.
+ */
+export class Subtask {
+  private readonly mailbox: Mail[] = [];
+  private wakeUp: (() => void) | undefined;
+  private terminated = false;
+  private inputEnded = false;
+  private readonly endOfInput: Promise<void>;
+  private resolveEndOfInput!: () => void;
+
+  constructor(
+    readonly index: number,
+    /** Operators in topological order: sources first, sinks last. */
+    private readonly operators: readonly StreamOperator[],
+    private readonly sources: readonly SourceOperator[],
+    private readonly logger: Logger,
+  ) {
+    this.endOfInput = new Promise((resolve) => {
+      this.resolveEndOfInput = resolve;
+    });
+  }
+
+  /** Resolves once every source has finished and every operator's `finish` has run. */
+  whenInputEnded(): Promise<void> {
+    return this.endOfInput;
+  }
+
+  /** Runs `action` in the loop, between batches; resolves with its result. */
+  enqueue<T>(action: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.mailbox.push(async () => {
+        try {
+          resolve(await action());
+        } catch (error) {
+          reject(error);
+          throw error;
+        }
+      });
+      this.wake();
+    });
+  }
+
+  /** Takes this subtask's share of checkpoint `checkpointId`, serialized. */
+  triggerCheckpoint(checkpointId: number, timestamp: number, parallelism: number): Promise<Buffer> {
+    return this.enqueue(async () => {
+      const operators: Record<string, OperatorSnapshot> = {};
+      for (const operator of this.operators) {
+        const snapshot = await operator.snapshot(checkpointId, timestamp);
+        if (snapshot) operators[operator.uid] = snapshot;
+      }
+      const snapshot: SubtaskSnapshot = { formatVersion: 1, checkpointId, subtaskIndex: this.index, parallelism, operators };
+      return serialize(snapshot);
+    });
+  }
+
+  notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    return this.enqueue(async () => {
+      for (const operator of this.operators) await operator.notifyCheckpointComplete(checkpointId);
+    });
+  }
+
+  notifyCheckpointAborted(checkpointId: number): Promise<void> {
+    return this.enqueue(async () => {
+      for (const operator of this.operators) await operator.notifyCheckpointAborted(checkpointId);
+    });
+  }
+
+  /** Stops reading input (stop-with-checkpoint); the loop keeps serving mail. */
+  stopReading(): Promise<void> {
+    return this.enqueue(async () => {
+      for (const source of this.sources) source.stopped = true;
+    });
+  }
+
+  /** Ends the loop after the mail already queued. */
+  terminate(): void {
+    this.terminated = true;
+    this.wake();
+  }
+
+  async initialize(): Promise<void> {
+    for (const operator of this.operators) await operator.open();
+  }
+
+  /** Closes every operator, newest first failure kept; never throws so that every one is closed. */
+  async close(): Promise<unknown[]> {
+    const failures: unknown[] = [];
+    for (const operator of this.operators) {
+      try {
+        await operator.close();
+      } catch (error) {
+        failures.push(error);
+        this.logger.warn({ operator: operator.uid, error: String(error) }, "operator failed to close");
+      }
+    }
+    return failures;
+  }
+
+  /** The loop. Rejects with the first failure of any operator. */
+  async run(): Promise<void> {
+    let lastYield = Date.now();
+    while (!this.terminated || this.mailbox.length > 0) {
+      const mail = this.mailbox.shift();
+      if (mail) {
+        await mail();
+        continue;
+      }
+      if (this.terminated) break;
+      const now = Date.now();
+      await this.fireProcessingTimers(now);
+      let progressed = false;
+      for (const source of this.sources) {
+        if (await source.pollOnce(now)) progressed = true;
+      }
+      if (!this.inputEnded && this.sources.every((source) => source.finished)) await this.endInput();
+      if (progressed) {
+        if (now - lastYield >= YIELD_INTERVAL_MS) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          lastYield = Date.now();
+        }
+        continue;
+      }
+      await this.idle(now);
+      lastYield = Date.now();
+    }
+  }
+
+  private async endInput(): Promise<void> {
+    this.inputEnded = true;
+    for (const operator of this.operators) await operator.finish();
+    this.resolveEndOfInput();
+  }
+
+  private async fireProcessingTimers(now: number): Promise<void> {
+    for (const operator of this.operators) {
+      const next = operator.nextProcessingTime();
+      if (next !== undefined && next <= now) await operator.fireProcessingTimers(now);
+    }
+  }
+
+  // Sleep until mail arrives, a reader has data, a timer is due or discovery is due.
+  private async idle(now: number): Promise<void> {
+    // Mail that arrived while this loop was busy must not wait for the next wake-up.
+    if (this.mailbox.length > 0 || this.terminated) return;
+    let wakeAt = Infinity;
+    for (const operator of this.operators) wakeAt = Math.min(wakeAt, operator.nextProcessingTime() ?? Infinity);
+    const reading = this.sources.filter((source) => !source.finished && !source.stopped);
+    for (const source of reading) wakeAt = Math.min(wakeAt, source.nextDiscoveryTime() ?? Infinity);
+    // Idleness and discovery need the loop to look again now and then even without data.
+    if (reading.length > 0) wakeAt = Math.min(wakeAt, now + 200);
+    let timer: NodeJS.Timeout | undefined;
+    const waits: Promise<void>[] = [
+      new Promise<void>((resolve) => {
+        this.wakeUp = resolve;
+      }),
+      ...reading.map((source) => source.isAvailable()),
+    ];
+    if (Number.isFinite(wakeAt)) {
+      waits.push(
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, Math.max(0, wakeAt - now));
+        }),
+      );
+    }
+    await Promise.race(waits);
+    if (timer) clearTimeout(timer);
+    this.wakeUp = undefined;
+  }
+
+  private wake(): void {
+    const wakeUp = this.wakeUp;
+    this.wakeUp = undefined;
+    wakeUp?.();
+  }
+}
