@@ -10,8 +10,8 @@ export default defineConfig([
     target: "node20",
   },
   {
-    // The CLI is an ESM executable only; it is not part of the importable API.
-    entry: { cli: "src/cli/main.ts" },
+    // The CLI (and the demo's job process) are ESM executables, not part of the importable API.
+    entry: { cli: "src/cli/main.ts", "demo-worker": "src/demo/demo-worker.ts" },
     format: ["esm"],
     sourcemap: true,
     target: "node20",

@@ -1,0 +1,462 @@
+import { randomBytes } from "node:crypto";
+import type { Dirent } from "node:fs";
+import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { CheckpointError, ConfigurationError } from "../errors/onceflow-error.js";
+import {
+  assertCheckpointId,
+  assertCheckpointName,
+  checksumOf,
+  compareCheckpoints,
+  describeCheckpoint,
+  parseCheckpointMetadata,
+  validateCheckpointForStore,
+  verifySubtaskStates,
+} from "./checkpoint-files.js";
+import type { CheckpointMetadata, CheckpointStorage, CompletedCheckpoint } from "./checkpoint-storage.js";
+
+/** The name of the metadata file in a checkpoint folder. */
+export const METADATA_FILE_NAME = "_metadata.json";
+
+/** Prefix of a checkpoint being written; never listed, removed by `cleanupPartialCheckpoints`. */
+const TEMP_PREFIX = ".tmp-chk-";
+/** Prefix of a checkpoint being discarded; never listed, removed by `cleanupPartialCheckpoints`. */
+const DISCARD_PREFIX = ".discard-chk-";
+const CHECKPOINT_DIR = /^chk-(\d+)$/;
+const DEFAULT_STALE_AFTER_MS = 60_000;
+
+/**
+ * The folder name of checkpoint `id`: `chk-` and the id padded to 10 digits, so folders sort by id.
+ *
+ * @example
+ * ```ts
+ * checkpointDirectoryName(12); // "chk-0000000012"
+ * ```
+ */
+export function checkpointDirectoryName(checkpointId: number): string {
+  return `chk-${String(checkpointId).padStart(10, "0")}`;
+}
+
+/**
+ * The file name of one subtask's state in a checkpoint folder.
+ *
+ * @example
+ * ```ts
+ * subtaskStateFileName(3); // "subtask-3.state"
+ * ```
+ */
+export function subtaskStateFileName(subtaskIndex: number): string {
+  return `subtask-${subtaskIndex}.state`;
+}
+
+/** What {@link FileSystemCheckpointStorage.verify} found for one subtask's state file. */
+export interface SubtaskFileCheck {
+  readonly subtaskIndex: number;
+  readonly path: string;
+  readonly expectedBytes: number;
+  /** The file's size, or `undefined` when it is missing. */
+  readonly actualBytes: number | undefined;
+  readonly ok: boolean;
+  /** Why it is not ok. */
+  readonly problem?: string;
+}
+
+/** The result of {@link FileSystemCheckpointStorage.verify}. */
+export interface CheckpointFileReport {
+  readonly path: string;
+  readonly metadata: CheckpointMetadata;
+  readonly subtasks: readonly SubtaskFileCheck[];
+  /** True when every state file has the size and SHA-256 the metadata records. */
+  readonly ok: boolean;
+}
+
+/** Options of {@link FileSystemCheckpointStorage.cleanupPartialCheckpoints}. */
+export interface CleanupOptions {
+  /** Only this job (default: every job under the root). */
+  readonly jobId?: string;
+  /** Only this scope of the job. */
+  readonly scope?: string;
+  /**
+   * Only remove leftovers older than this many milliseconds (default 60 000). A younger temporary
+   * folder may belong to another process still writing its checkpoint; pass 0 to remove all when
+   * no other process writes to this root.
+   */
+  readonly olderThanMs?: number;
+}
+
+/**
+ * Stores checkpoints as files (Flink's `FileSystemCheckpointStorage`), one folder per checkpoint:
+ *
+ * ```text
+ * <root>/<jobId>/<scope>/chk-0000000012/subtask-0.state
+ *                                      /subtask-1.state
+ *                                      /_metadata.json      (pretty JSON, written last)
+ * ```
+ *
+ * A checkpoint is written into a temporary folder `.tmp-chk-<id>-<random>` next to its final place,
+ * every file fsynced, then the folder is renamed and its parent fsynced. A crash at any moment leaves
+ * either the whole checkpoint or a temporary folder that `list` ignores and
+ * {@link FileSystemCheckpointStorage.cleanupPartialCheckpoints} removes (the first `store` of each
+ * scope does so for leftovers older than a minute). `load` checks every file's size and SHA-256.
+ *
+ * The root must be a local filesystem (or one with POSIX rename and fsync semantics).
+ *
+ * @example
+ * ```ts
+ * const storage = new FileSystemCheckpointStorage("/var/lib/onceflow/checkpoints");
+ * const latest = (await storage.list("orders")).at(-1);
+ * ```
+ */
+export class FileSystemCheckpointStorage implements CheckpointStorage {
+  /** The absolute root folder. */
+  readonly root: string;
+  readonly description: string;
+  private readonly cleanedScopes = new Set<string>();
+
+  constructor(root: string) {
+    if (typeof root !== "string" || root.trim() === "") {
+      throw new ConfigurationError("checkpointing.storage", "filesystem(path) needs a folder path");
+    }
+    this.root = resolve(root);
+    this.description = `filesystem:${this.root}`;
+  }
+
+  async store(checkpoint: CompletedCheckpoint): Promise<void> {
+    const metadataJson = validateCheckpointForStore(checkpoint);
+    const { metadata } = checkpoint;
+    const { checkpointId } = metadata;
+    const failed = (message: string, cause?: unknown): CheckpointError =>
+      new CheckpointError("CHECKPOINT_FAILED", `${describeCheckpoint(metadata)}: ${message}`, {
+        checkpointId,
+        cause,
+      });
+
+    const scopeDir = this.scopeDirectory(metadata.jobId, metadata.scope);
+    const finalDir = join(scopeDir, checkpointDirectoryName(checkpointId));
+    let tempDir: string | undefined;
+    try {
+      await this.ensureScopeDirectory(metadata.jobId, metadata.scope);
+      await this.cleanupScopeOnce(metadata.jobId, metadata.scope);
+      if (await exists(finalDir)) throw failed(`already exists at ${finalDir}`);
+
+      tempDir = await mkdtemp(join(scopeDir, `${TEMP_PREFIX}${checkpointId}-`));
+      for (const [subtaskIndex, bytes] of checkpoint.subtaskStates) {
+        await writeDurably(join(tempDir, subtaskStateFileName(subtaskIndex)), bytes);
+      }
+      // Metadata last: a folder with readable metadata always has all its state files.
+      await writeDurably(join(tempDir, METADATA_FILE_NAME), Buffer.from(metadataJson, "utf8"));
+      await syncDirectory(tempDir);
+      try {
+        await rename(tempDir, finalDir);
+      } catch (error) {
+        // Another writer got there between the check above and the rename.
+        if (isCode(error, "ENOTEMPTY", "EEXIST")) throw failed(`already exists at ${finalDir}`, error);
+        throw error;
+      }
+      tempDir = undefined;
+      await syncDirectory(scopeDir);
+    } catch (error) {
+      if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true }).catch(() => {});
+      if (error instanceof CheckpointError) throw error;
+      throw failed(`could not be written under ${scopeDir}: ${messageOf(error)}`, error);
+    }
+  }
+
+  /**
+   * Completed checkpoints of a job, every scope, ordered by checkpoint id then scope. Temporary
+   * folders and folders without readable metadata are left out: they were never completed.
+   */
+  async list(jobId: string): Promise<CheckpointMetadata[]> {
+    assertCheckpointName("jobId", jobId);
+    const found: CheckpointMetadata[] = [];
+    for (const scopeEntry of await readDirectories(join(this.root, jobId))) {
+      const scope = scopeEntry.name;
+      if (scope.startsWith(".")) continue;
+      const scopeDir = join(this.root, jobId, scope);
+      for (const entry of await readDirectories(scopeDir)) {
+        const match = CHECKPOINT_DIR.exec(entry.name);
+        if (match === null) continue;
+        const checkpointId = Number(match[1]);
+        const metadata = await readMetadata(join(scopeDir, entry.name), checkpointId).catch(() => undefined);
+        if (metadata === undefined) continue;
+        if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId)
+          continue;
+        found.push(metadata);
+      }
+    }
+    return found.sort(compareCheckpoints);
+  }
+
+  /**
+   * The job ids that have a folder under the root, sorted (they may hold no completed checkpoint).
+   *
+   * @example
+   * ```ts
+   * for (const jobId of await storage.listJobs()) console.log(jobId, (await storage.list(jobId)).length);
+   * ```
+   */
+  async listJobs(): Promise<string[]> {
+    return (await readDirectories(this.root))
+      .map((entry) => entry.name)
+      .filter((name) => !name.startsWith("."))
+      .sort();
+  }
+
+  async load(jobId: string, scope: string, checkpointId: number): Promise<CompletedCheckpoint> {
+    const { metadata, states } = await this.read(jobId, scope, checkpointId);
+    const problem = states.find((state) => !state.check.ok);
+    if (problem !== undefined) {
+      throw new CheckpointError(
+        "CHECKPOINT_CORRUPT",
+        `${describeCheckpoint(metadata)}: ${problem.check.problem ?? "damaged"} (${problem.check.path})`,
+        { checkpointId },
+      );
+    }
+    const subtaskStates = new Map<number, Buffer>();
+    for (const state of states)
+      if (state.bytes !== undefined) subtaskStates.set(state.check.subtaskIndex, state.bytes);
+    // Also catches entries listed twice: never return state the metadata does not describe exactly.
+    verifySubtaskStates(metadata, subtaskStates, "CHECKPOINT_CORRUPT");
+    return { metadata, subtaskStates };
+  }
+
+  /**
+   * Checks every state file of a checkpoint against its metadata and reports each one, instead of
+   * stopping at the first problem as `load` does. Used by `onceflow checkpoints inspect`.
+   *
+   * @throws CheckpointError `CHECKPOINT_NOT_FOUND` when the folder does not exist, `CHECKPOINT_CORRUPT`
+   * when its metadata is missing or unreadable.
+   * @example
+   * ```ts
+   * const report = await storage.verify("orders", "all", 12);
+   * if (!report.ok) console.error(report.subtasks.filter((s) => !s.ok));
+   * ```
+   */
+  async verify(jobId: string, scope: string, checkpointId: number): Promise<CheckpointFileReport> {
+    const { path, metadata, states } = await this.read(jobId, scope, checkpointId);
+    const subtasks = states.map((state) => state.check);
+    return { path, metadata, subtasks, ok: subtasks.every((check) => check.ok) };
+  }
+
+  /**
+   * Removes a checkpoint. The folder is first renamed to a hidden temporary name, so a crash while
+   * deleting never leaves a half checkpoint that `list` would show. Discarding a checkpoint that is
+   * not there does nothing, so retention in two processes may race harmlessly.
+   */
+  async discard(jobId: string, scope: string, checkpointId: number): Promise<void> {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    assertCheckpointId(checkpointId);
+    const scopeDir = this.scopeDirectory(jobId, scope);
+    const doomed = join(scopeDir, `${DISCARD_PREFIX}${checkpointId}-${randomBytes(6).toString("hex")}`);
+    try {
+      await rename(join(scopeDir, checkpointDirectoryName(checkpointId)), doomed);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return;
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${describeCheckpoint({ jobId, scope, checkpointId })}: could not be discarded: ${messageOf(error)}`,
+        { checkpointId, cause: error },
+      );
+    }
+    await syncDirectory(scopeDir).catch(() => {});
+    // The checkpoint is gone from `list` already; a leftover folder is removed by the next cleanup.
+    await rm(doomed, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /**
+   * Removes what interrupted `store` and `discard` calls left behind: the hidden `.tmp-chk-*` and
+   * `.discard-chk-*` folders. Call it when a job starts; the first `store` of each scope also calls it
+   * for that scope. Folders named `chk-*` without readable metadata are kept for a person to look at.
+   *
+   * @returns the paths removed.
+   * @example
+   * ```ts
+   * await storage.cleanupPartialCheckpoints({ jobId: "orders", olderThanMs: 0 });
+   * ```
+   */
+  async cleanupPartialCheckpoints(options: CleanupOptions = {}): Promise<string[]> {
+    const olderThanMs = options.olderThanMs ?? DEFAULT_STALE_AFTER_MS;
+    if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
+      throw new ConfigurationError("olderThanMs", `must be 0 or more, got ${String(olderThanMs)}`);
+    }
+    if (options.jobId !== undefined) assertCheckpointName("jobId", options.jobId);
+    if (options.scope !== undefined) assertCheckpointName("scope", options.scope);
+    const jobIds = options.jobId !== undefined ? [options.jobId] : await this.listJobs();
+    const removed: string[] = [];
+    const cutoff = Date.now() - olderThanMs;
+    for (const jobId of jobIds) {
+      const scopes =
+        options.scope !== undefined
+          ? [options.scope]
+          : (await readDirectories(join(this.root, jobId))).map((entry) => entry.name);
+      for (const scope of scopes) {
+        const scopeDir = join(this.root, jobId, scope);
+        for (const entry of await readDirectories(scopeDir)) {
+          if (!entry.name.startsWith(TEMP_PREFIX) && !entry.name.startsWith(DISCARD_PREFIX)) continue;
+          const path = join(scopeDir, entry.name);
+          const info = await stat(path).catch(() => undefined);
+          if (info === undefined || (olderThanMs > 0 && info.mtimeMs > cutoff)) continue;
+          await rm(path, { recursive: true, force: true });
+          removed.push(path);
+        }
+      }
+    }
+    return removed.sort();
+  }
+
+  private scopeDirectory(jobId: string, scope: string): string {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    return join(this.root, jobId, scope);
+  }
+
+  private async ensureScopeDirectory(jobId: string, scope: string): Promise<void> {
+    const scopeDir = this.scopeDirectory(jobId, scope);
+    const created = await mkdir(scopeDir, { recursive: true });
+    if (created === undefined) return;
+    // New folders are durable only once their parents are synced.
+    await syncDirectory(join(this.root, jobId));
+    await syncDirectory(this.root);
+  }
+
+  private async cleanupScopeOnce(jobId: string, scope: string): Promise<void> {
+    const key = `${jobId}/${scope}`;
+    if (this.cleanedScopes.has(key)) return;
+    this.cleanedScopes.add(key);
+    await this.cleanupPartialCheckpoints({ jobId, scope }).catch(() => {});
+  }
+
+  private async read(
+    jobId: string,
+    scope: string,
+    checkpointId: number,
+  ): Promise<{
+    path: string;
+    metadata: CheckpointMetadata;
+    states: { check: SubtaskFileCheck; bytes: Buffer | undefined }[];
+  }> {
+    assertCheckpointId(checkpointId);
+    const path = join(this.scopeDirectory(jobId, scope), checkpointDirectoryName(checkpointId));
+    const at = describeCheckpoint({ jobId, scope, checkpointId });
+    if (!(await exists(path))) {
+      throw new CheckpointError("CHECKPOINT_NOT_FOUND", `${at} does not exist in ${this.description}`, {
+        checkpointId,
+      });
+    }
+    const metadata = await readMetadata(path, checkpointId).catch((error: unknown) => {
+      throw new CheckpointError(
+        "CHECKPOINT_CORRUPT",
+        `${at}: its metadata is unreadable (${messageOf(error)}); the checkpoint cannot be restored`,
+        { checkpointId, cause: error },
+      );
+    });
+    if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
+      throw new CheckpointError(
+        "CHECKPOINT_CORRUPT",
+        `${at}: its metadata describes ${describeCheckpoint(metadata)}`,
+        { checkpointId },
+      );
+    }
+    const states = await Promise.all(
+      metadata.subtasks.map(async (entry) => {
+        const file = join(path, subtaskStateFileName(entry.subtaskIndex));
+        const base = { subtaskIndex: entry.subtaskIndex, path: file, expectedBytes: entry.stateBytes };
+        let bytes: Buffer;
+        try {
+          bytes = await readFile(file);
+        } catch (error) {
+          const problem = isCode(error, "ENOENT")
+            ? `the state file of subtask ${entry.subtaskIndex} is missing`
+            : `the state file of subtask ${entry.subtaskIndex} is unreadable: ${messageOf(error)}`;
+          return { check: { ...base, actualBytes: undefined, ok: false, problem }, bytes: undefined };
+        }
+        let problem: string | undefined;
+        if (bytes.length !== entry.stateBytes) {
+          problem = `the state file of subtask ${entry.subtaskIndex} has ${bytes.length} bytes, the metadata says ${entry.stateBytes}`;
+        } else if (checksumOf(bytes) !== entry.sha256) {
+          problem = `the state file of subtask ${entry.subtaskIndex} fails its SHA-256 check`;
+        }
+        const check: SubtaskFileCheck =
+          problem === undefined
+            ? { ...base, actualBytes: bytes.length, ok: true }
+            : { ...base, actualBytes: bytes.length, ok: false, problem };
+        return { check, bytes };
+      }),
+    );
+    return { path, metadata, states };
+  }
+}
+
+/**
+ * Checkpoint storage in a folder: the default, and what production jobs use (Flink's
+ * `state.checkpoints.dir`). See {@link FileSystemCheckpointStorage} for the layout.
+ *
+ * @example
+ * ```ts
+ * const job = new Job({ jobId: "orders", checkpointing: { interval: 5000, storage: filesystem("./checkpoints") } });
+ * ```
+ */
+export function filesystem(path: string): FileSystemCheckpointStorage {
+  return new FileSystemCheckpointStorage(path);
+}
+
+async function readMetadata(checkpointDir: string, checkpointId: number): Promise<CheckpointMetadata> {
+  return parseCheckpointMetadata(
+    await readFile(join(checkpointDir, METADATA_FILE_NAME), "utf8"),
+    checkpointId,
+  );
+}
+
+async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
+  const handle = await open(path, "wx");
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** fsync a folder so the names created, renamed or removed in it survive a power loss. */
+async function syncDirectory(path: string): Promise<void> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(path, "r");
+    await handle.sync();
+  } catch (error) {
+    // Windows cannot open or fsync a folder; its renames are durable without it.
+    if (process.platform !== "win32") throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+async function readDirectories(path: string): Promise<Dirent[]> {
+  try {
+    return (await readdir(path, { withFileTypes: true })).filter((entry) => entry.isDirectory());
+  } catch (error) {
+    if (isCode(error, "ENOENT", "ENOTDIR")) return [];
+    throw error;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if (isCode(error, "ENOENT", "ENOTDIR")) return false;
+    throw error;
+  }
+}
+
+function isCode(error: unknown, ...codes: string[]): boolean {
+  return (
+    typeof error === "object" && error !== null && codes.includes(String((error as { code?: unknown }).code))
+  );
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,94 @@
+import { CheckpointError } from "../errors/onceflow-error.js";
+import {
+  assertCheckpointId,
+  assertCheckpointName,
+  compareCheckpoints,
+  describeCheckpoint,
+  parseCheckpointMetadata,
+  validateCheckpointForStore,
+  verifySubtaskStates,
+} from "./checkpoint-files.js";
+import type { CheckpointMetadata, CheckpointStorage, CompletedCheckpoint } from "./checkpoint-storage.js";
+
+interface StoredCheckpoint {
+  /** Kept as JSON so every reader gets its own copy, as from the filesystem. */
+  readonly metadataJson: string;
+  readonly states: ReadonlyMap<number, Buffer>;
+}
+
+/**
+ * Keeps checkpoints in the memory of this process: for tests (Flink's `JobManagerCheckpointStorage`).
+ * Nothing survives the process. Buffers are copied on `store` and on `load`, so a caller that
+ * changes a buffer afterwards cannot change what is stored; `load` still verifies the checksums.
+ *
+ * @example
+ * ```ts
+ * const storage = new MemoryCheckpointStorage();
+ * const job = new Job({ jobId: "orders", checkpointing: { interval: 100, storage } });
+ * ```
+ */
+export class MemoryCheckpointStorage implements CheckpointStorage {
+  readonly description = "memory";
+  private readonly checkpoints = new Map<string, StoredCheckpoint>();
+
+  async store(checkpoint: CompletedCheckpoint): Promise<void> {
+    const metadataJson = validateCheckpointForStore(checkpoint);
+    const { metadata } = checkpoint;
+    const key = keyOf(metadata.jobId, metadata.scope, metadata.checkpointId);
+    if (this.checkpoints.has(key)) {
+      throw new CheckpointError("CHECKPOINT_FAILED", `${describeCheckpoint(metadata)} already exists`, {
+        checkpointId: metadata.checkpointId,
+      });
+    }
+    const states = new Map<number, Buffer>();
+    for (const [subtaskIndex, bytes] of checkpoint.subtaskStates)
+      states.set(subtaskIndex, Buffer.from(bytes));
+    this.checkpoints.set(key, { metadataJson, states });
+  }
+
+  async list(jobId: string): Promise<CheckpointMetadata[]> {
+    assertCheckpointName("jobId", jobId);
+    const found: CheckpointMetadata[] = [];
+    for (const stored of this.checkpoints.values()) {
+      const metadata = parseCheckpointMetadata(stored.metadataJson);
+      if (metadata.jobId === jobId) found.push(metadata);
+    }
+    return found.sort(compareCheckpoints);
+  }
+
+  async load(jobId: string, scope: string, checkpointId: number): Promise<CompletedCheckpoint> {
+    const stored = this.find(jobId, scope, checkpointId);
+    const metadata = parseCheckpointMetadata(stored.metadataJson, checkpointId);
+    const subtaskStates = new Map<number, Buffer>();
+    for (const [subtaskIndex, bytes] of stored.states) subtaskStates.set(subtaskIndex, Buffer.from(bytes));
+    verifySubtaskStates(metadata, subtaskStates, "CHECKPOINT_CORRUPT");
+    return { metadata, subtaskStates };
+  }
+
+  /** Discarding a checkpoint that is not there does nothing, so retention may race harmlessly. */
+  async discard(jobId: string, scope: string, checkpointId: number): Promise<void> {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    assertCheckpointId(checkpointId);
+    this.checkpoints.delete(keyOf(jobId, scope, checkpointId));
+  }
+
+  private find(jobId: string, scope: string, checkpointId: number): StoredCheckpoint {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    assertCheckpointId(checkpointId);
+    const stored = this.checkpoints.get(keyOf(jobId, scope, checkpointId));
+    if (stored === undefined) {
+      throw new CheckpointError(
+        "CHECKPOINT_NOT_FOUND",
+        `${describeCheckpoint({ jobId, scope, checkpointId })} does not exist in memory`,
+        { checkpointId },
+      );
+    }
+    return stored;
+  }
+}
+
+// Names cannot contain '/', so it separates the parts without ambiguity.
+const keyOf = (jobId: string, scope: string, checkpointId: number): string =>
+  `${jobId}/${scope}/${checkpointId}`;

@@ -1,0 +1,118 @@
+import { stat } from "node:fs/promises";
+import { extname, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Command } from "commander";
+import { asOnceflowError, ConfigurationError, OnceflowError } from "../../errors/onceflow-error.js";
+import type { CliIo } from "../io.js";
+
+interface RunOptions {
+  jobExport?: string;
+}
+
+/** What `run` needs of a job: the runtime's `Job` fits (duck-typed, so any compatible object does). */
+interface ExecutableJob {
+  execute(): Promise<unknown>;
+}
+
+const isExecutable = (value: unknown): value is ExecutableJob =>
+  typeof value === "object" &&
+  value !== null &&
+  typeof (value as { execute?: unknown }).execute === "function";
+
+/**
+ * Adds `run <module>` to the program: imports a module and executes the job it exports.
+ *
+ * @example
+ * ```ts
+ * addRunCommand(program, processIo(), (url) => import(url));
+ * ```
+ */
+export function addRunCommand(
+  program: Command,
+  io: CliIo,
+  importModule: (url: string) => Promise<Record<string, unknown>>,
+): void {
+  program
+    .command("run")
+    .description("run the job a module exports: `job` (a Job), or `createJob()` returning one")
+    .argument("<module>", "the JavaScript module, relative to the current folder")
+    .option("--job-export <name>", "the export to run instead: a Job, or a function returning one")
+    .action(async (modulePath: string, options: RunOptions) => {
+      const path = resolve(io.cwd, modulePath);
+      if ((await stat(path).catch(() => undefined))?.isFile() !== true) {
+        throw new ConfigurationError("<module>", `${path} is not a file`);
+      }
+      const exports = await importModule(pathToFileURL(path).href).catch((cause: unknown) => {
+        throw new ConfigurationError("<module>", `cannot import ${path}: ${importHint(path, cause)}`, {
+          cause,
+        });
+      });
+      const job = await findJob(exports, options.jobExport);
+      let result: unknown;
+      try {
+        result = await job.execute();
+      } catch (error) {
+        throw error instanceof OnceflowError ? error : asOnceflowError(error, "JOB_FAILED");
+      }
+      io.stdout(`job finished${describeResult(result)}\n`);
+    });
+}
+
+async function findJob(
+  exports: Record<string, unknown>,
+  exportName: string | undefined,
+): Promise<ExecutableJob> {
+  const available = Object.keys(exports).sort().join(", ") || "nothing";
+  let name: string;
+  if (exportName !== undefined) {
+    if (!(exportName in exports)) {
+      throw new ConfigurationError(
+        "--job-export",
+        `the module has no export "${exportName}"; it exports ${available}`,
+      );
+    }
+    name = exportName;
+  } else if ("job" in exports) {
+    name = "job";
+  } else if ("createJob" in exports) {
+    name = "createJob";
+  } else {
+    throw new ConfigurationError(
+      "<module>",
+      `the module exports neither "job" nor "createJob" (it exports ${available}); name the export with --job-export`,
+    );
+  }
+  let candidate = exports[name];
+  if (!isExecutable(candidate) && typeof candidate === "function") {
+    try {
+      candidate = await (candidate as () => unknown)();
+    } catch (error) {
+      throw error instanceof OnceflowError ? error : asOnceflowError(error, "CONFIGURATION");
+    }
+  }
+  if (!isExecutable(candidate)) {
+    throw new ConfigurationError(
+      exportName === undefined ? "<module>" : "--job-export",
+      `export "${name}" is not a job (an object with execute()) nor a function returning one`,
+    );
+  }
+  return candidate;
+}
+
+function importHint(path: string, cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const code = (cause as { code?: unknown } | null)?.code;
+  if (code === "ERR_UNKNOWN_FILE_EXTENSION" && [".ts", ".mts", ".cts"].includes(extname(path))) {
+    return `${message} (compile it to JavaScript, or run the CLI with NODE_OPTIONS="--import tsx")`;
+  }
+  return message;
+}
+
+function describeResult(result: unknown): string {
+  if (result === undefined || result === null) return "";
+  try {
+    return `: ${JSON.stringify(result)}`;
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import type { Collector, KeyedProcessContext, KeyedProcessFunction, KeyedRuntimeContext } from "../api/process-function.js";
+import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
+import { CollectedOutput } from "../sink/collect-sink.js";
+import { GeneratorSource } from "../source/generator-source.js";
+import type { ValueState } from "../state/state.js";
+import { Job } from "./job.js";
+
+interface Reading {
+  readonly index: number;
+  readonly key: string;
+}
+
+interface Counted {
+  readonly index: number;
+  readonly key: string;
+  /** How many readings of this key came before and including this one (keyed state). */
+  readonly count: number;
+}
+
+const RECORDS = 6_000;
+const SPLITS = 6;
+const KEYS = 12;
+
+class RunningCount implements KeyedProcessFunction<string, Reading, Counted> {
+  private count!: ValueState<number>;
+  open(context: KeyedRuntimeContext): void {
+    this.count = context.getState<number>({ name: "count" });
+  }
+  processElement(reading: Reading, _context: KeyedProcessContext<string>, out: Collector<Counted>): void {
+    const count = (this.count.value() ?? 0) + 1;
+    this.count.update(count);
+    out.collect({ ...reading, count });
+  }
+}
+
+function buildJob(parallelism: number, storage: MemoryCheckpointStorage, output: CollectedOutput<Counted>): Job {
+  const job = new Job({
+    jobId: "rescale",
+    parallelism,
+    checkpointing: { interval: 50, storage },
+    restartStrategy: { type: "none" },
+  });
+  job
+    .fromSource(
+      new GeneratorSource<Reading>({
+        count: RECORDS,
+        splits: SPLITS,
+        // Key i%12 always reads on split i%6: keyed state follows the split on rescale.
+        generate: (index) => ({ index, key: `key-${index % KEYS}` }),
+        recordsPerSecond: 10_000,
+      }),
+      { uid: "readings" },
+    )
+    .keyBy((reading) => reading.key)
+    .process(() => new RunningCount(), { uid: "count" })
+    .sinkTo(output.sinkFactory(), { uid: "out" });
+  return job;
+}
+
+async function checkpointAtTwoThenRestoreAt(parallelism: number): Promise<Counted[]> {
+  const storage = new MemoryCheckpointStorage();
+  const output = new CollectedOutput<Counted>();
+  const first = buildJob(2, storage, output);
+  setTimeout(() => first.stop(), 250);
+  const firstResult = await first.execute();
+  expect(firstResult.endedBy).toBe("stop");
+  const committedBeforeRescale = output.committed.length;
+  expect(committedBeforeRescale).toBeGreaterThan(0);
+  expect(committedBeforeRescale).toBeLessThan(RECORDS);
+
+  const second = await buildJob(parallelism, storage, output).execute();
+  expect(second.endedBy).toBe("end-of-input");
+  expect(second.restoredCheckpointId).toBe(firstResult.lastCheckpointId);
+  return output.committed;
+}
+
+function expectExactlyOnceWithContinuousCounts(committed: readonly Counted[]): void {
+  expect(committed).toHaveLength(RECORDS);
+  expect(new Set(committed.map((record) => record.index)).size).toBe(RECORDS);
+  // Per key, counts are 1..n without gaps or repeats: the keyed state survived the rescale.
+  const countsByKey = new Map<string, number[]>();
+  for (const record of committed) countsByKey.set(record.key, [...(countsByKey.get(record.key) ?? []), record.count]);
+  for (const [key, counts] of countsByKey) {
+    const sorted = [...counts].sort((a, b) => a - b);
+    expect(sorted, key).toEqual(Array.from({ length: RECORDS / KEYS }, (_, index) => index + 1));
+  }
+}
+
+describe("rescaling a checkpoint", () => {
+  it("restores a parallelism-2 checkpoint at parallelism 3 with the same output", async () => {
+    expectExactlyOnceWithContinuousCounts(await checkpointAtTwoThenRestoreAt(3));
+  });
+
+  it("restores a parallelism-2 checkpoint at parallelism 1 with the same output", async () => {
+    expectExactlyOnceWithContinuousCounts(await checkpointAtTwoThenRestoreAt(1));
+  });
+
+  it("restores per-process checkpoints (one subtask per process) at another parallelism", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<Counted>();
+    // Two "processes", each running one subtask and checkpointing on its own scope.
+    const processes = [0, 1].map((subtaskIndex) => {
+      const job = new Job({
+        jobId: "rescale",
+        parallelism: 2,
+        subtaskIndex,
+        checkpointing: { interval: 50, storage },
+        restartStrategy: { type: "none" },
+      });
+      job
+        .fromSource(
+          new GeneratorSource<Reading>({
+            count: RECORDS,
+            splits: SPLITS,
+            generate: (index) => ({ index, key: `key-${index % KEYS}` }),
+            recordsPerSecond: 5_000,
+          }),
+          { uid: "readings" },
+        )
+        .keyBy((reading) => reading.key)
+        .process(() => new RunningCount(), { uid: "count" })
+        .sinkTo(output.sinkFactory(), { uid: "out" });
+      return job;
+    });
+    setTimeout(() => processes.forEach((job) => job.stop()), 250);
+    await Promise.all(processes.map((job) => job.execute()));
+    const scopes = new Set((await storage.list("rescale")).map((metadata) => metadata.scope));
+    expect(scopes).toEqual(new Set(["subtask-0-of-2", "subtask-1-of-2"]));
+
+    await buildJob(3, storage, output).execute();
+    expectExactlyOnceWithContinuousCounts(output.committed);
+  });
+});

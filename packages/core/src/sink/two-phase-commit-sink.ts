@@ -1,0 +1,819 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type {
+  CheckpointedFunction,
+  CheckpointListener,
+  FunctionInitializationContext,
+  FunctionSnapshotContext,
+  RuntimeContext,
+} from "../api/checkpointed-function.js";
+import {
+  CheckpointError,
+  ConfigurationError,
+  OnceflowError,
+  RecoveryError,
+  TransactionError,
+} from "../errors/onceflow-error.js";
+import { type Logger, silentLogger } from "../observability/logger.js";
+import { type Counter, MetricNames } from "../observability/metrics.js";
+import { defaultSerializerFor, type TypeSerializer } from "../state/serializer.js";
+import type { ListState } from "../state/state.js";
+import type { Sink, SinkContext } from "./sink.js";
+
+/**
+ * What a failed commit means, as told by {@link TwoPhaseCommitSink.classifyCommitError}:
+ *
+ * - `retry`: maybe transient (network, broker busy): retry with backoff.
+ * - `timed-out`: the external system aborted the pre-committed transaction after its timeout; its
+ *   data is lost.
+ * - `fenced`: another writer took the transaction over (a newer process, or another job sharing ids).
+ * - `fatal`: retrying cannot help; fail now (the transaction stays pending).
+ *
+ * @example
+ * ```ts
+ * protected override classifyCommitError(error: unknown): CommitErrorClassification {
+ *   return isProducerFenced(error) ? "fenced" : "retry";
+ * }
+ * ```
+ */
+export type CommitErrorClassification = "retry" | "timed-out" | "fenced" | "fatal";
+
+/**
+ * Exponential backoff for commits: attempt `n` (from 1) waits
+ * `min(initialDelay × multiplier^(n-1), maxDelay)` ms before attempt `n + 1`.
+ *
+ * @example
+ * ```ts
+ * const commitRetry: CommitRetryOptions = { maxAttempts: 8, initialDelay: 200, maxDelay: 30_000, multiplier: 2 };
+ * ```
+ */
+export interface CommitRetryOptions {
+  /** Attempts in all, the first included (default 5). */
+  readonly maxAttempts?: number;
+  /** Delay before the first retry, in ms (default 100). */
+  readonly initialDelay?: number;
+  /** Longest delay between attempts, in ms (default 10 000). */
+  readonly maxDelay?: number;
+  /** Growth of the delay from one retry to the next (default 2). */
+  readonly multiplier?: number;
+}
+
+/**
+ * Settings of a {@link TwoPhaseCommitSink}.
+ *
+ * @example
+ * ```ts
+ * super({ name: "orders-kafka", transactionTimeout: 15 * 60_000, commitRetry: { maxAttempts: 10 } });
+ * ```
+ */
+export interface TwoPhaseCommitSinkOptions<TXN> {
+  /** Shown in logs and errors (default: the class name). */
+  readonly name?: string;
+  /**
+   * How transaction handles are stored in checkpoints. Defaults to the structured-clone serializer,
+   * which fits plain objects; a handle must carry everything needed to commit or abort it from
+   * another process.
+   */
+  readonly transactionSerializer?: TypeSerializer<TXN>;
+  /**
+   * The external system's transaction timeout in ms (for example Kafka's `transaction.timeout.ms`).
+   * Enables the age warnings and the `ignoreFailuresAfterTransactionTimeout` opt-in.
+   */
+  readonly transactionTimeout?: number;
+  /** Warn when a transaction is older than this share of `transactionTimeout` at pre-commit or commit (default 0.8). */
+  readonly transactionTimeoutWarningRatio?: number;
+  /**
+   * When a commit fails because the external system timed the transaction out, and the transaction
+   * is older than `transactionTimeout`, log the data loss as an error and go on instead of failing
+   * (default `false`: fail with a `TRANSACTION_TIMED_OUT` error). Requires `transactionTimeout`.
+   * Only for pipelines that prefer losing a checkpoint's output to stopping.
+   */
+  readonly ignoreFailuresAfterTransactionTimeout?: boolean;
+  readonly commitRetry?: CommitRetryOptions;
+}
+
+/**
+ * A pre-committed transaction waiting for its checkpoint to complete.
+ *
+ * @example
+ * ```ts
+ * for (const { checkpointId, transaction } of sink.pendingTransactions()) console.log(checkpointId, transaction);
+ * ```
+ */
+export interface PendingTransaction<TXN> {
+  /** The checkpoint that pre-committed the transaction; it commits when this checkpoint (or a later one) completes. */
+  readonly checkpointId: number;
+  readonly transaction: TXN;
+  /** When the transaction began (ms since the epoch). */
+  readonly startedAt: number;
+}
+
+/**
+ * One element of the sink's checkpointed state. One element per transaction (rather than one per
+ * subtask) so that an even-split rescale deals transactions out one by one.
+ */
+interface TransactionStateEntry {
+  /** `pending`: pre-committed under `checkpointId`. `open`: began after `checkpointId`, never pre-committed. */
+  readonly kind: "pending" | "open";
+  readonly checkpointId: number;
+  readonly transaction: Buffer;
+  readonly startedAt: number;
+}
+
+/** A transaction with its serialized handle (pending handles never change, so they are serialized once). */
+interface TransactionHolder<TXN> {
+  readonly checkpointId: number;
+  readonly transaction: TXN;
+  readonly startedAt: number;
+  bytes: Buffer | undefined;
+}
+
+const stateName = "pending-transactions";
+
+const retryDefaults = { maxAttempts: 5, initialDelay: 100, maxDelay: 10_000, multiplier: 2 } as const;
+
+/**
+ * The base of exactly-once sinks — Flink's `TwoPhaseCommitSinkFunction`. Records go into a
+ * transaction of the external system; the transaction is pre-committed when a checkpoint barrier
+ * passes the sink and committed once that checkpoint is durable, so output appears exactly once
+ * whatever fails in between. The class owns the protocol; an author writes the transaction
+ * operations:
+ *
+ * | author implements | called when |
+ * |---|---|
+ * | `beginTransaction()` | at start and right after each pre-commit |
+ * | `invoke(txn, value, context)` (and optionally `invokeBatch`) | for each record |
+ * | `preCommit(txn, checkpoint)` | checkpoint barrier: flush, make the data durable but invisible |
+ * | `commit(txn)` | the checkpoint completed: make it visible. **Must be idempotent** (it runs again after a crash) |
+ * | `abort(txn)` | the open transaction on close or failure |
+ * | `recoverAndCommit(txn)` / `recoverAndAbort(txn)` | after a restore, from another process (defaults: `commit` / `abort`) |
+ * | `finishRecoveringTransactions()` | once in `initializeState`, after recovery: clean up what a crashed attempt left |
+ * | `classifyCommitError(error, txn)` | a commit failed: retry, timed out, fenced or fatal |
+ *
+ * The protocol, per subtask:
+ *
+ * 1. `snapshotState(N)`: pre-commit the open transaction, file it as pending under N, begin the
+ *    next one, and store pending and open transactions in the operator state
+ *    (an even-split list state named `pending-transactions`, one element per transaction, so a
+ *    rescale deals transactions out and each subtask recovers what it receives).
+ * 2. `notifyCheckpointComplete(N)`: commit every pending transaction with id ≤ N in ascending order,
+ *    retrying with exponential backoff. A commit that never succeeds throws a `TransactionError`
+ *    (`COMMIT_FAILED`) and the transaction stays pending: it is in every later checkpoint and is
+ *    committed after the restart. It is never dropped silently.
+ * 3. `notifyCheckpointAborted(N)`: nothing; pending transactions wait for a later checkpoint.
+ * 4. `initializeState` after a restore: `recoverAndCommit` every restored pending transaction (in
+ *    ascending checkpoint id), then `recoverAndAbort` the restored open one(s), then
+ *    `finishRecoveringTransactions()`, then begin a new transaction.
+ * 5. `close()`: abort the open transaction (errors are logged, not thrown, so they never mask the
+ *    failure that led to the close). Pending transactions are left alone: they belong to a
+ *    checkpoint that may still complete, or be recovered.
+ *
+ * The public methods (`initializeState`, `open`, `write`, `writeBatch`, `snapshotState`,
+ * `notifyCheckpointComplete`, `notifyCheckpointAborted`, `finish`, `close`) are called by the
+ * runtime and implement the protocol: do not override them. Empty transactions (no record) go
+ * through the same path; skip the work in `preCommit`/`commit` if the external system dislikes them.
+ *
+ * @example
+ * ```ts
+ * class ListSink extends TwoPhaseCommitSink<string, { id: string; lines: string[] }> {
+ *   protected beginTransaction() { return { id: randomUUID(), lines: [] }; }
+ *   protected invoke(txn: { lines: string[] }, value: string) { txn.lines.push(value); }
+ *   protected async preCommit(txn: { id: string; lines: string[] }) { await store.stage(txn.id, txn.lines); }
+ *   protected async commit(txn: { id: string }) { await store.publish(txn.id); } // idempotent
+ *   protected async abort(txn: { id: string }) { await store.discard(txn.id); }
+ * }
+ * ```
+ */
+export abstract class TwoPhaseCommitSink<IN, TXN>
+  implements Sink<IN>, CheckpointedFunction, CheckpointListener
+{
+  /** Shown in logs and errors. */
+  readonly name: string;
+  private readonly transactionSerializer: TypeSerializer<TXN>;
+  private readonly transactionTimeout: number | undefined;
+  private readonly transactionTimeoutWarningRatio: number;
+  private readonly ignoreFailuresAfterTransactionTimeout: boolean;
+  private readonly commitRetry: Required<CommitRetryOptions>;
+
+  private context: RuntimeContext | undefined;
+  private log: Logger = silentLogger;
+  private state: ListState<TransactionStateEntry> | undefined;
+  private pending: TransactionHolder<TXN>[] = [];
+  private current: TransactionHolder<TXN> | undefined;
+  private latestCheckpointId = 0;
+  private commitRetries: Counter | undefined;
+  private closed = false;
+
+  constructor(options: TwoPhaseCommitSinkOptions<TXN> = {}) {
+    this.name = options.name ?? new.target.name;
+    this.transactionSerializer = options.transactionSerializer ?? defaultSerializerFor<TXN>();
+    const timeout = options.transactionTimeout;
+    if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
+      throw new ConfigurationError(
+        "transactionTimeout",
+        `must be a number of ms greater than 0, got ${timeout}`,
+      );
+    }
+    this.transactionTimeout = timeout;
+    const ratio = options.transactionTimeoutWarningRatio ?? 0.8;
+    if (!(Number.isFinite(ratio) && ratio > 0 && ratio <= 1)) {
+      throw new ConfigurationError(
+        "transactionTimeoutWarningRatio",
+        `must be greater than 0 and at most 1, got ${ratio}`,
+      );
+    }
+    this.transactionTimeoutWarningRatio = ratio;
+    this.ignoreFailuresAfterTransactionTimeout = options.ignoreFailuresAfterTransactionTimeout ?? false;
+    if (this.ignoreFailuresAfterTransactionTimeout && timeout === undefined) {
+      throw new ConfigurationError(
+        "ignoreFailuresAfterTransactionTimeout",
+        "needs transactionTimeout: set it to the external system's transaction timeout, so only transactions older than that are given up",
+      );
+    }
+    this.commitRetry = validateCommitRetry(options.commitRetry ?? {});
+  }
+
+  // ---- what an author implements ------------------------------------------------------------
+
+  /** Starts a new transaction. {@link TwoPhaseCommitSink.lastCheckpointId} is the checkpoint it begins after. */
+  protected abstract beginTransaction(): Promise<TXN> | TXN;
+
+  /** Writes one record into the transaction. */
+  protected abstract invoke(transaction: TXN, value: IN, context: SinkContext): Promise<void> | void;
+
+  /** Optional fast path: writes a whole batch into the transaction (otherwise `invoke` runs per record). */
+  protected invokeBatch?(transaction: TXN, values: readonly IN[], context: SinkContext): Promise<void> | void;
+
+  /**
+   * Makes the transaction's data durable in the external system without making it visible
+   * (flush, prepare). After it returns, `commit` must be able to succeed, also from another process
+   * given the serialized handle. Changes made to the handle here are stored in the checkpoint.
+   */
+  protected abstract preCommit(transaction: TXN, checkpoint: FunctionSnapshotContext): Promise<void> | void;
+
+  /** Makes a pre-committed transaction visible. Must be idempotent: after a crash it runs again. */
+  protected abstract commit(transaction: TXN): Promise<void> | void;
+
+  /** Discards a transaction that will never be committed. Should tolerate one that is already gone. */
+  protected abstract abort(transaction: TXN): Promise<void> | void;
+
+  /** Commits a pending transaction restored from a checkpoint (possibly written by another process). Defaults to `commit`. */
+  protected recoverAndCommit(transaction: TXN): Promise<void> | void {
+    return this.commit(transaction);
+  }
+
+  /** Aborts a transaction that was open when the restored checkpoint was taken. Defaults to `abort`. */
+  protected recoverAndAbort(transaction: TXN): Promise<void> | void {
+    return this.abort(transaction);
+  }
+
+  /**
+   * Called once in `initializeState`, after restored transactions were committed and aborted (and
+   * also on a fresh start, where there were none), before the first new transaction begins: the
+   * place to clean up what a crashed attempt left behind (Kafka: abort lingering transactional ids;
+   * files: delete stale staging files). {@link TwoPhaseCommitSink.lastCheckpointId} is the restored
+   * checkpoint id (0 on a fresh start). Default: nothing.
+   */
+  protected finishRecoveringTransactions(): Promise<void> | void {}
+
+  /** A short printable id of the transaction, for logs and errors. Default: its JSON, shortened. */
+  protected describeTransaction(transaction: TXN): string {
+    try {
+      const text = JSON.stringify(transaction, (_key, value: unknown) =>
+        typeof value === "bigint" ? value.toString() : value,
+      );
+      if (text !== undefined) return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+    } catch {
+      // Not JSON-able (cycles): fall through to String().
+    }
+    return String(transaction);
+  }
+
+  /**
+   * What a failed `commit`/`recoverAndCommit` means (see {@link CommitErrorClassification}).
+   * Default: `retry`. Connectors override it to tell "the external system aborted it" (`timed-out`)
+   * and "someone else owns it now" (`fenced`) apart from transient errors.
+   */
+  protected classifyCommitError(
+    _error: unknown,
+    _transaction: TXN,
+  ): CommitErrorClassification | Promise<CommitErrorClassification> {
+    return "retry";
+  }
+
+  // ---- for subclasses -----------------------------------------------------------------------
+
+  /** The runtime context (subtask index, parallelism, logger, metrics); available from `initializeState` on. */
+  protected get runtimeContext(): RuntimeContext {
+    if (this.context === undefined) throw this.notInitialized("runtimeContext");
+    return this.context;
+  }
+
+  /** The runtime's logger, bound to this sink's name. */
+  protected get logger(): Logger {
+    return this.log;
+  }
+
+  /**
+   * The id of the latest checkpoint this instance took part in: the last `snapshotState`, or the
+   * restored checkpoint (0 on a fresh start). Inside `beginTransaction` it is the checkpoint the new
+   * transaction begins after.
+   */
+  protected get lastCheckpointId(): number {
+    return this.latestCheckpointId;
+  }
+
+  // ---- introspection --------------------------------------------------------------------------
+
+  /**
+   * Checkpoint ids of the pre-committed transactions not committed yet, ascending.
+   *
+   * @example
+   * ```ts
+   * await sink.notifyCheckpointComplete(3);
+   * sink.pendingCheckpointIds(); // [4] — checkpoint 4 was pre-committed but has not completed
+   * ```
+   */
+  pendingCheckpointIds(): number[] {
+    return this.pending.map((holder) => holder.checkpointId);
+  }
+
+  /**
+   * The pre-committed transactions not committed yet, ascending by checkpoint id.
+   *
+   * @example
+   * ```ts
+   * const oldest = sink.pendingTransactions()[0]?.startedAt;
+   * ```
+   */
+  pendingTransactions(): PendingTransaction<TXN>[] {
+    return this.pending.map(({ checkpointId, transaction, startedAt }) => ({
+      checkpointId,
+      transaction,
+      startedAt,
+    }));
+  }
+
+  /**
+   * The open transaction that records go into now, if any.
+   *
+   * @example
+   * ```ts
+   * const open = sink.currentTransaction();
+   * ```
+   */
+  currentTransaction(): TXN | undefined {
+    return this.current?.transaction;
+  }
+
+  // ---- the protocol (called by the runtime; do not override) ----------------------------------
+
+  /**
+   * Registers the state, recovers restored transactions and begins the first transaction.
+   *
+   * @example
+   * ```ts
+   * await sink.initializeState(initializationContext); // the runtime does this before open
+   * ```
+   */
+  async initializeState(context: FunctionInitializationContext): Promise<void> {
+    this.bindContext(context);
+    const state = context.getOperatorStateStore().getListState<TransactionStateEntry>({ name: stateName });
+    this.state = state;
+    if (context.isRestored()) {
+      const restoredCheckpointId = context.getRestoredCheckpointId() ?? 0;
+      const entries = state.get();
+      const pending = entries
+        .filter((entry) => entry.kind === "pending")
+        .map((entry) => this.restoreHolder(entry))
+        .sort((a, b) => a.checkpointId - b.checkpointId);
+      const open = entries.filter((entry) => entry.kind === "open").map((entry) => this.restoreHolder(entry));
+      this.log.info(
+        { restoredCheckpointId, pending: pending.length, open: open.length },
+        "recovering transactions from the restored checkpoint",
+      );
+      // Kept as pending until committed, so a failure here leaves nothing half-forgotten.
+      this.pending = pending;
+      await this.commitUpTo(Number.POSITIVE_INFINITY, true);
+      for (const holder of open) {
+        try {
+          await this.recoverAndAbort(holder.transaction);
+        } catch (error) {
+          throw this.asRecoveryError(
+            error,
+            `cannot abort transaction ${this.describeTransaction(holder.transaction)} left open at checkpoint ${holder.checkpointId}`,
+          );
+        }
+        this.log.debug(
+          { checkpointId: holder.checkpointId, transaction: this.describeTransaction(holder.transaction) },
+          "aborted transaction left open at the restored checkpoint",
+        );
+      }
+      this.latestCheckpointId = restoredCheckpointId;
+    } else {
+      this.latestCheckpointId = 0;
+    }
+    try {
+      await this.finishRecoveringTransactions();
+    } catch (error) {
+      throw this.asRecoveryError(error, "finishing the recovery of transactions failed");
+    }
+    state.update([]);
+    await this.beginNext();
+  }
+
+  /**
+   * Binds the runtime context. Throws a `ConfigurationError` if `initializeState` did not run first.
+   *
+   * @example
+   * ```ts
+   * await sink.open(runtimeContext);
+   * ```
+   */
+  open(context: RuntimeContext): void {
+    if (this.state === undefined) throw this.notInitialized("open");
+    this.bindContext(context);
+  }
+
+  /**
+   * Writes one record into the open transaction.
+   *
+   * @example
+   * ```ts
+   * await sink.write(record, sinkContext);
+   * ```
+   */
+  write(value: IN, context: SinkContext): Promise<void> | void {
+    return this.invoke(this.requireCurrent("write").transaction, value, context);
+  }
+
+  /**
+   * Writes a batch into the open transaction: `invokeBatch` when the author gave one, else `invoke`
+   * per record (staying synchronous while `invoke` is).
+   *
+   * @example
+   * ```ts
+   * await sink.writeBatch(records, sinkContext);
+   * ```
+   */
+  writeBatch(values: readonly IN[], context: SinkContext): Promise<void> | void {
+    const transaction = this.requireCurrent("writeBatch").transaction;
+    if (this.invokeBatch !== undefined) return this.invokeBatch(transaction, values, context);
+    for (let index = 0; index < values.length; index++) {
+      const result = this.invoke(transaction, values[index] as IN, context);
+      if (result !== undefined) return this.invokeRemaining(transaction, values, index + 1, context, result);
+    }
+  }
+
+  /**
+   * Pre-commits the open transaction as pending under the checkpoint, begins the next one, and
+   * writes both into the operator state.
+   *
+   * @example
+   * ```ts
+   * await sink.snapshotState({ checkpointId: 7, checkpointTimestamp: Date.now() });
+   * ```
+   */
+  async snapshotState(context: FunctionSnapshotContext): Promise<void> {
+    const state = this.state;
+    if (state === undefined) throw this.notInitialized("snapshotState");
+    const { checkpointId } = context;
+    const holder = this.requireCurrent("snapshotState", checkpointId);
+    this.warnIfNearTimeout(holder, checkpointId, "pre-commit");
+    await this.preCommit(holder.transaction, context);
+    this.current = undefined;
+    const pending: TransactionHolder<TXN> = { ...holder, checkpointId, bytes: undefined };
+    pending.bytes = this.serialize(pending, checkpointId);
+    this.pending.push(pending);
+    // Ids only grow, but keep the order right even if a coordinator retries an id.
+    this.pending.sort((a, b) => a.checkpointId - b.checkpointId);
+    this.latestCheckpointId = checkpointId;
+    this.log.debug(
+      { checkpointId, transaction: this.describeTransaction(pending.transaction) },
+      "pre-committed transaction",
+    );
+    await this.beginNext();
+    const open = this.current as TransactionHolder<TXN> | undefined;
+    const entries: TransactionStateEntry[] = this.pending.map((each) => ({
+      kind: "pending",
+      checkpointId: each.checkpointId,
+      transaction: each.bytes ?? this.serialize(each, checkpointId),
+      startedAt: each.startedAt,
+    }));
+    if (open !== undefined) {
+      entries.push({
+        kind: "open",
+        checkpointId,
+        transaction: this.serialize(open, checkpointId),
+        startedAt: open.startedAt,
+      });
+    }
+    state.update(entries);
+  }
+
+  /**
+   * Commits every pending transaction of this checkpoint and of the ones it subsumes, oldest first.
+   *
+   * @example
+   * ```ts
+   * await sink.notifyCheckpointComplete(7);
+   * ```
+   */
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    await this.commitUpTo(checkpointId, false);
+  }
+
+  /**
+   * Nothing to do: transactions pre-committed for the aborted checkpoint stay pending and are
+   * committed when a later checkpoint completes.
+   *
+   * @example
+   * ```ts
+   * await sink.notifyCheckpointAborted(8);
+   * ```
+   */
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.log.debug(
+      { checkpointId, pendingCheckpointIds: this.pendingCheckpointIds() },
+      "checkpoint aborted; pending transactions wait for a later checkpoint",
+    );
+  }
+
+  /**
+   * Nothing special: the final checkpoint that follows pre-commits and commits the last transaction.
+   *
+   * @example
+   * ```ts
+   * await sink.finish();
+   * ```
+   */
+  finish(): void {}
+
+  /**
+   * Aborts the open transaction; abort errors are logged, not thrown. Pending transactions are left
+   * to their checkpoint.
+   *
+   * @example
+   * ```ts
+   * await sink.close();
+   * ```
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const holder = this.current;
+    this.current = undefined;
+    if (holder === undefined) return;
+    try {
+      await this.abort(holder.transaction);
+      this.log.debug(
+        { transaction: this.describeTransaction(holder.transaction) },
+        "aborted the open transaction",
+      );
+    } catch (error) {
+      this.log.error(
+        { err: error, transaction: this.describeTransaction(holder.transaction) },
+        "aborting the open transaction on close failed; ignored so that it does not hide the original failure",
+      );
+    }
+  }
+
+  // ---- internals --------------------------------------------------------------------------------
+
+  private bindContext(context: RuntimeContext): void {
+    this.context = context;
+    this.log = context.logger.child({ sink: this.name });
+  }
+
+  private async beginNext(): Promise<void> {
+    const startedAt = Date.now();
+    const transaction = await this.beginTransaction();
+    this.current = { checkpointId: this.latestCheckpointId, transaction, startedAt, bytes: undefined };
+    this.log.debug(
+      { afterCheckpointId: this.latestCheckpointId, transaction: this.describeTransaction(transaction) },
+      "began transaction",
+    );
+  }
+
+  private async invokeRemaining(
+    transaction: TXN,
+    values: readonly IN[],
+    from: number,
+    context: SinkContext,
+    inFlight: Promise<void>,
+  ): Promise<void> {
+    await inFlight;
+    for (let index = from; index < values.length; index++) {
+      await this.invoke(transaction, values[index] as IN, context);
+    }
+  }
+
+  /** Commits pending transactions with id ≤ `upTo` in order; the first one that fails stops it and stays pending. */
+  private async commitUpTo(upTo: number, recovering: boolean): Promise<void> {
+    const due = this.pending.filter((holder) => holder.checkpointId <= upTo);
+    if (due.length === 0) {
+      if (!recovering) {
+        this.log.debug(
+          { checkpointId: upTo, pendingCheckpointIds: this.pendingCheckpointIds() },
+          "no pending transaction at or below this checkpoint: nothing to commit",
+        );
+      }
+      return;
+    }
+    for (const holder of due) {
+      const outcome = await this.commitWithRetry(holder, recovering);
+      this.pending = this.pending.filter((each) => each !== holder);
+      this.log.debug(
+        {
+          checkpointId: holder.checkpointId,
+          transaction: this.describeTransaction(holder.transaction),
+          outcome,
+        },
+        recovering ? "recovered and committed transaction" : "committed transaction",
+      );
+    }
+  }
+
+  private async commitWithRetry(
+    holder: TransactionHolder<TXN>,
+    recovering: boolean,
+  ): Promise<"committed" | "dropped"> {
+    const { checkpointId, transaction } = holder;
+    this.warnIfNearTimeout(holder, checkpointId, recovering ? "recover-and-commit" : "commit");
+    let delay = this.commitRetry.initialDelay;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (recovering) await this.recoverAndCommit(transaction);
+        else await this.commit(transaction);
+        return "committed";
+      } catch (error) {
+        const classification = await this.classifyCommitError(error, transaction);
+        const described = this.describeTransaction(transaction);
+        const facts = { checkpointId, transactionId: described, cause: error };
+        const reason = error instanceof Error ? error.message : String(error);
+        switch (classification) {
+          case "fenced":
+            throw new TransactionError(
+              "TRANSACTION_FENCED",
+              `${this.name}: transaction ${described} of checkpoint ${checkpointId} was fenced: another writer took it over (a newer process of this job, or another job or sink using the same transactional ids). Make sure only one instance runs and that ids are unique per sink. Cause: ${reason}`,
+              facts,
+            );
+          case "timed-out": {
+            const age = Date.now() - holder.startedAt;
+            const timeout = this.transactionTimeout;
+            if (this.ignoreFailuresAfterTransactionTimeout && timeout !== undefined && age > timeout) {
+              this.log.error(
+                {
+                  checkpointId,
+                  transaction: described,
+                  ageMs: age,
+                  transactionTimeoutMs: timeout,
+                  err: error,
+                },
+                `DATA LOST: the external system aborted transaction ${described} of checkpoint ${checkpointId} after its timeout; the data of checkpoint ${checkpointId} is lost and is skipped because ignoreFailuresAfterTransactionTimeout is set`,
+              );
+              return "dropped";
+            }
+            throw new TransactionError(
+              "TRANSACTION_TIMED_OUT",
+              `${this.name}: the external system aborted transaction ${described} of checkpoint ${checkpointId} after its transaction timeout (age ${age} ms${timeout === undefined ? "" : `, transactionTimeout ${timeout} ms`}): the data of checkpoint ${checkpointId} is lost. Raise the external system's transaction timeout above the longest expected downtime, or set ignoreFailuresAfterTransactionTimeout to accept the loss and go on. Cause: ${reason}`,
+              facts,
+            );
+          }
+          case "fatal":
+            throw new TransactionError(
+              "COMMIT_FAILED",
+              `${this.name}: commit of transaction ${described} of checkpoint ${checkpointId} failed with an error that retrying cannot fix: ${reason}. The transaction is still pending: it is kept in every later checkpoint and committed again after a restart.`,
+              facts,
+            );
+          default: {
+            if (attempt >= this.commitRetry.maxAttempts) {
+              throw new TransactionError(
+                "COMMIT_FAILED",
+                `${this.name}: commit of transaction ${described} of checkpoint ${checkpointId} failed ${attempt} time(s): ${reason}. The transaction is still pending: it is kept in every later checkpoint and committed again after a restart.`,
+                facts,
+              );
+            }
+            this.retriesCounter().inc(1, this.metricLabels());
+            this.log.warn(
+              { checkpointId, transaction: described, attempt, retryInMs: delay, err: error },
+              "commit failed; retrying",
+            );
+            await sleep(delay);
+            delay = Math.min(delay * this.commitRetry.multiplier, this.commitRetry.maxDelay);
+          }
+        }
+      }
+    }
+  }
+
+  private warnIfNearTimeout(holder: TransactionHolder<TXN>, checkpointId: number, phase: string): void {
+    const timeout = this.transactionTimeout;
+    if (timeout === undefined) return;
+    const age = Date.now() - holder.startedAt;
+    if (age <= timeout * this.transactionTimeoutWarningRatio) return;
+    this.log.warn(
+      {
+        checkpointId,
+        transaction: this.describeTransaction(holder.transaction),
+        ageMs: age,
+        transactionTimeoutMs: timeout,
+        phase,
+      },
+      `transaction is ${Math.round((age / timeout) * 100)}% of the transaction timeout old at ${phase}: if it passes the timeout the external system aborts it and the data of checkpoint ${checkpointId} is lost. Checkpoint more often or raise the timeout.`,
+    );
+  }
+
+  private restoreHolder(entry: TransactionStateEntry): TransactionHolder<TXN> {
+    // The structured-clone state serializer may hand back a Uint8Array: make it a Buffer again.
+    const raw: Uint8Array = entry.transaction;
+    const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    let transaction: TXN;
+    try {
+      transaction = this.transactionSerializer.deserialize(bytes);
+    } catch (error) {
+      throw new RecoveryError(
+        `${this.name}: cannot read the ${entry.kind} transaction of checkpoint ${entry.checkpointId} with the transactionSerializer`,
+        { cause: error, details: { checkpointId: entry.checkpointId } },
+      );
+    }
+    return { checkpointId: entry.checkpointId, transaction, startedAt: entry.startedAt, bytes };
+  }
+
+  private serialize(holder: TransactionHolder<TXN>, checkpointId: number): Buffer {
+    try {
+      return this.transactionSerializer.serialize(holder.transaction);
+    } catch (error) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${this.name}: cannot serialize transaction ${this.describeTransaction(holder.transaction)}: give a transactionSerializer that handles it`,
+        { checkpointId, cause: error },
+      );
+    }
+  }
+
+  private requireCurrent(operation: string, checkpointId?: number): TransactionHolder<TXN> {
+    if (this.current !== undefined) return this.current;
+    if (this.state === undefined) throw this.notInitialized(operation);
+    throw new CheckpointError(
+      "CHECKPOINT_FAILED",
+      `${this.name}: ${operation} without an open transaction: the sink is closed, or beginning the transaction failed earlier`,
+      { checkpointId },
+    );
+  }
+
+  private notInitialized(operation: string): ConfigurationError {
+    return new ConfigurationError(
+      "sink",
+      `${this.name}.${operation}: initializeState has not run. A TwoPhaseCommitSink must be run by the onceflow runtime (stream.sinkTo(...)), which calls initializeState before open`,
+    );
+  }
+
+  private asRecoveryError(error: unknown, message: string): OnceflowError {
+    if (error instanceof OnceflowError) return error;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new RecoveryError(`${this.name}: ${message}: ${reason}`, { cause: error });
+  }
+
+  private retriesCounter(): Counter {
+    this.commitRetries ??= this.runtimeContext.metrics.counter(
+      MetricNames.commitRetries,
+      "Commits of two-phase-commit sinks that failed and were retried",
+    );
+    return this.commitRetries;
+  }
+
+  private metricLabels(): Record<string, string> {
+    const context = this.runtimeContext;
+    return { job: context.jobId, operator: context.operatorUid, subtask: String(context.subtaskIndex) };
+  }
+}
+
+function validateCommitRetry(options: CommitRetryOptions): Required<CommitRetryOptions> {
+  const merged = { ...retryDefaults, ...stripUndefined(options) };
+  if (!(Number.isInteger(merged.maxAttempts) && merged.maxAttempts >= 1)) {
+    throw new ConfigurationError(
+      "commitRetry.maxAttempts",
+      `must be a whole number of at least 1, got ${merged.maxAttempts}`,
+    );
+  }
+  if (!(Number.isFinite(merged.initialDelay) && merged.initialDelay >= 0)) {
+    throw new ConfigurationError(
+      "commitRetry.initialDelay",
+      `must be 0 ms or more, got ${merged.initialDelay}`,
+    );
+  }
+  if (!(Number.isFinite(merged.maxDelay) && merged.maxDelay >= merged.initialDelay)) {
+    throw new ConfigurationError(
+      "commitRetry.maxDelay",
+      `must be at least commitRetry.initialDelay (${merged.initialDelay} ms), got ${merged.maxDelay}`,
+    );
+  }
+  if (!(Number.isFinite(merged.multiplier) && merged.multiplier >= 1)) {
+    throw new ConfigurationError("commitRetry.multiplier", `must be at least 1, got ${merged.multiplier}`);
+  }
+  return merged;
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, each]) => each !== undefined)) as Partial<T>;
+}
