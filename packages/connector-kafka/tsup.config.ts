@@ -7,4 +7,6 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: "node20",
+  // The CommonJS build needs import.meta.url (createRequire for kafkajs internals).
+  shims: true,
 });

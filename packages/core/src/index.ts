@@ -3,13 +3,13 @@
 
 // Functions and their checkpoint callbacks
 export type {
-  CheckpointListener,
   CheckpointedFunction,
+  CheckpointListener,
   FunctionInitializationContext,
   FunctionSnapshotContext,
   RuntimeContext,
 } from "./api/checkpointed-function.js";
-export { isCheckpointListener, isCheckpointedFunction } from "./api/checkpointed-function.js";
+export { isCheckpointedFunction, isCheckpointListener } from "./api/checkpointed-function.js";
 export type {
   Collector,
   KeyedProcessContext,
@@ -18,15 +18,7 @@ export type {
   OnTimerContext,
   TimerService,
 } from "./api/process-function.js";
-
-// Jobs
-export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
-export { Job } from "./runtime/job.js";
-export type { KeyedProcessFunctionFactory, OperatorOptions } from "./runtime/data-stream.js";
-export { DataStream, KeyedStream, WindowedStream } from "./runtime/data-stream.js";
-export type { RestartStrategy } from "./runtime/restart-strategy.js";
-export type { RestoreSetting } from "./runtime/restore-plan.js";
-
+export { checksumOf } from "./checkpoint/checkpoint-files.js";
 // Checkpoints
 export type {
   CheckpointMetadata,
@@ -35,12 +27,68 @@ export type {
   SubtaskStateEntry,
 } from "./checkpoint/checkpoint-storage.js";
 export type { CheckpointingOptions } from "./checkpoint/checkpointing-options.js";
-export { checksumOf } from "./checkpoint/checkpoint-files.js";
-export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export { FileSystemCheckpointStorage, filesystem } from "./checkpoint/filesystem-checkpoint-storage.js";
+export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";
-
+// Errors, logging, metrics
+export type { ErrorDetails } from "./errors/onceflow-error.js";
+export {
+  asOnceflowError,
+  CheckpointError,
+  ConfigurationError,
+  DeserializationError,
+  ErrorCode,
+  OnceflowError,
+  RecoveryError,
+  TransactionError,
+} from "./errors/onceflow-error.js";
+export type { LogEntry, LogFunction, Logger } from "./observability/logger.js";
+export { createConsoleLogger, createMemoryLogger, silentLogger } from "./observability/logger.js";
+export type {
+  Counter,
+  Gauge,
+  Histogram,
+  MemoryMetrics,
+  MetricLabels,
+  Metrics,
+} from "./observability/metrics.js";
+export { createMemoryMetrics, MetricNames, noopMetrics } from "./observability/metrics.js";
+export type { KeyedProcessFunctionFactory, OperatorOptions } from "./runtime/data-stream.js";
+export { DataStream, KeyedStream, WindowedStream } from "./runtime/data-stream.js";
+// Jobs
+export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
+export { Job } from "./runtime/job.js";
+export type { RestartStrategy } from "./runtime/restart-strategy.js";
+export type { RestoreSetting } from "./runtime/restore-plan.js";
+export type { CollectTransaction } from "./sink/collect-sink.js";
+export { CollectedOutput, CollectSink } from "./sink/collect-sink.js";
+export { DiscardingSink } from "./sink/discarding-sink.js";
+export type { FileSinkOptions, FileTransaction } from "./sink/file-sink.js";
+export { FileSink, readCommittedFiles } from "./sink/file-sink.js";
+// Sinks
+export type { Sink, SinkContext, SinkFactory } from "./sink/sink.js";
+export type {
+  CommitErrorClassification,
+  CommitRetryOptions,
+  PendingTransaction,
+  TwoPhaseCommitSinkOptions,
+} from "./sink/two-phase-commit-sink.js";
+export { TwoPhaseCommitSink } from "./sink/two-phase-commit-sink.js";
+export type { FileLinesInput, FileLinesSourceOptions, FileLinesSplit } from "./source/file-lines-source.js";
+export { FileLinesSource } from "./source/file-lines-source.js";
+export type { GeneratorSourceOptions, GeneratorSplit } from "./source/generator-source.js";
+export { GeneratorSource } from "./source/generator-source.js";
+// Sources
+export type {
+  Source,
+  SourceBatch,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "./source/source.js";
+export type { StateKey } from "./state/keyed-state-backend.js";
 // State
 export type { TypeSerializer } from "./state/serializer.js";
 export { defaultSerializer, defaultSerializerFor, jsonSerializer } from "./state/serializer.js";
@@ -52,24 +100,8 @@ export type {
   StateDescriptor,
   ValueState,
 } from "./state/state.js";
-export type { StateKey } from "./state/keyed-state-backend.js";
-
-// Sources
-export type {
-  Source,
-  SourceBatch,
-  SourceReader,
-  SourceReaderContext,
-  SourceSplit,
-  SplitEnumeratorContext,
-} from "./source/source.js";
-export type { GeneratorSourceOptions, GeneratorSplit } from "./source/generator-source.js";
-export { GeneratorSource } from "./source/generator-source.js";
-export type { FileLinesInput, FileLinesSourceOptions, FileLinesSplit } from "./source/file-lines-source.js";
-export { FileLinesSource } from "./source/file-lines-source.js";
 export type { TimestampAssigner } from "./time/watermark-strategy.js";
 export { WatermarkStrategy, WatermarkStrategyBuilder } from "./time/watermark-strategy.js";
-
 // Windows
 export type { AggregateFunction, ReduceFunction, WindowResultFunction } from "./window/aggregate-function.js";
 export { countAggregate } from "./window/aggregate-function.js";
@@ -82,35 +114,3 @@ export {
   TumblingProcessingTimeWindows,
 } from "./window/window-assigners.js";
 export type { WindowOptions } from "./window/window-function.js";
-
-// Sinks
-export type { Sink, SinkContext, SinkFactory } from "./sink/sink.js";
-export type {
-  CommitErrorClassification,
-  CommitRetryOptions,
-  PendingTransaction,
-  TwoPhaseCommitSinkOptions,
-} from "./sink/two-phase-commit-sink.js";
-export { TwoPhaseCommitSink } from "./sink/two-phase-commit-sink.js";
-export type { FileSinkOptions, FileTransaction } from "./sink/file-sink.js";
-export { FileSink, readCommittedFiles } from "./sink/file-sink.js";
-export type { CollectTransaction } from "./sink/collect-sink.js";
-export { CollectSink, CollectedOutput } from "./sink/collect-sink.js";
-export { DiscardingSink } from "./sink/discarding-sink.js";
-
-// Errors, logging, metrics
-export type { ErrorDetails } from "./errors/onceflow-error.js";
-export {
-  CheckpointError,
-  ConfigurationError,
-  DeserializationError,
-  ErrorCode,
-  OnceflowError,
-  RecoveryError,
-  TransactionError,
-  asOnceflowError,
-} from "./errors/onceflow-error.js";
-export type { LogEntry, LogFunction, Logger } from "./observability/logger.js";
-export { createConsoleLogger, createMemoryLogger, silentLogger } from "./observability/logger.js";
-export type { Counter, Gauge, Histogram, MemoryMetrics, MetricLabels, Metrics } from "./observability/metrics.js";
-export { MetricNames, createMemoryMetrics, noopMetrics } from "./observability/metrics.js";

@@ -54,7 +54,10 @@ export class CheckpointCoordinator {
     this.lastCheckpointId = options.lastCheckpointId;
     this.durations = options.metrics.histogram(MetricNames.checkpointDurationMs, "Checkpoint duration (ms)");
     this.sizes = options.metrics.histogram(MetricNames.checkpointSizeBytes, "Checkpoint size (bytes)");
-    this.lastCompleted = options.metrics.gauge(MetricNames.lastCompletedCheckpointId, "Last completed checkpoint");
+    this.lastCompleted = options.metrics.gauge(
+      MetricNames.lastCompletedCheckpointId,
+      "Last completed checkpoint",
+    );
     this.failures = options.metrics.counter(MetricNames.checkpointFailures, "Failed checkpoints");
   }
 
@@ -139,15 +142,23 @@ export class CheckpointCoordinator {
     }
   }
 
-  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  // The timeout covers the snapshots and the store: a checkpoint is not complete before it is durable.
+  private runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+    return withTimeout(
+      this.takeCheckpoint(checkpointId, isFinal),
+      this.options.checkpointing?.timeout,
+      checkpointId,
+    );
+  }
+
+  private async takeCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
-    const snapshots = Promise.all(
+    const states = await Promise.all(
       subtasks.map((subtask) => subtask.triggerCheckpoint(checkpointId, triggeredAt, parallelism)),
     );
-    const states = await withTimeout(snapshots, checkpointing?.timeout, checkpointId);
     const subtaskStates = new Map<number, Buffer>();
-    subtasks.forEach((subtask, position) => subtaskStates.set(subtask.index, states[position]!));
+    for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
     if (storage && checkpointing) {
       const metadata: CheckpointMetadata = {
         formatVersion: 1,
@@ -171,7 +182,9 @@ export class CheckpointCoordinator {
         { checkpointId, durationMs: this.lastCompletedAt - triggeredAt, bytes, isFinal },
         "checkpoint completed",
       );
-      await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, { scope: this.options.scope });
+      await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
+        scope: this.options.scope,
+      });
     }
   }
 
@@ -181,16 +194,24 @@ export class CheckpointCoordinator {
   }
 }
 
-async function withTimeout<T>(promise: Promise<T>, timeout: number | undefined, checkpointId: number): Promise<T> {
+async function withTimeout<T>(
+  promise: Promise<T>,
+  timeout: number | undefined,
+  checkpointId: number,
+): Promise<T> {
   if (timeout === undefined) return promise;
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () =>
         reject(
-          new CheckpointError("CHECKPOINT_FAILED", `checkpoint ${checkpointId} did not complete within ${timeout} ms`, {
-            checkpointId,
-          }),
+          new CheckpointError(
+            "CHECKPOINT_FAILED",
+            `checkpoint ${checkpointId} did not complete within ${timeout} ms`,
+            {
+              checkpointId,
+            },
+          ),
         ),
       timeout,
     );

@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
 import type { Logger } from "../observability/logger.js";
 import { Job } from "../runtime/job.js";
@@ -32,7 +31,12 @@ export function demoReading(index: number): DemoReading {
 }
 
 /** Builds the demo job: generator → keyed one-second tumbling count → exactly-once FileSink. */
-export function createDemoJob(options: { directory: string; records: number; recordsPerSecond: number; logger: Logger }): Job {
+export function createDemoJob(options: {
+  directory: string;
+  records: number;
+  recordsPerSecond: number;
+  logger: Logger;
+}): Job {
   const job = new Job({
     jobId: "demo",
     parallelism: 2,
@@ -59,6 +63,8 @@ export function createDemoJob(options: { directory: string; records: number; rec
       (key, window, count): DemoWindowCount => ({ key, windowStart: window.start, count }),
       { uid: "count-per-second" },
     )
-    .sinkTo(() => new FileSink<DemoWindowCount>({ directory: `${options.directory}/output` }), { uid: "files" });
+    .sinkTo(() => new FileSink<DemoWindowCount>({ directory: `${options.directory}/output` }), {
+      uid: "files",
+    });
   return job;
 }

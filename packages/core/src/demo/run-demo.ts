@@ -91,14 +91,20 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   let killedAt: number | undefined;
   for (let run = 0; ; run++) {
     const killThisRun = run < kills;
-    const child = spawn(process.execPath, [worker, "--directory", directory, "--records", String(records), "--rate", String(rate)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [worker, "--directory", directory, "--records", String(records), "--rate", String(rate)],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     const events = readEvents(child, (event) => {
       if (event.msg === "checkpoint completed") checkpoints++;
       if (event.msg === "restoring checkpoint" && killedAt !== undefined) {
         recoveryMs.push(event.at - killedAt);
-        print(`  run ${run + 1}: restored checkpoint ${event.checkpointId} ${event.at - killedAt} ms after the kill`);
+        print(
+          `  run ${run + 1}: restored checkpoint ${event.checkpointId} ${event.at - killedAt} ms after the kill`,
+        );
         killedAt = undefined;
       }
     });
@@ -177,7 +183,9 @@ function printReport(report: DemoReport, print: (line: string) => void): void {
   print(`  duplicates     ${report.duplicates}`);
   print(`  missing        ${report.missing}`);
   print(`  wrong counts   ${report.wrong}`);
-  print(report.duplicates + report.missing + report.wrong === 0 ? "exactly once: OK" : "exactly once: FAILED");
+  print(
+    report.duplicates + report.missing + report.wrong === 0 ? "exactly once: OK" : "exactly once: FAILED",
+  );
 }
 
 // Resolves with the exit code once the process ended; calls `onEvent` for each JSON line.

@@ -1,12 +1,25 @@
 import type { KeyedProcessFunction } from "../api/process-function.js";
 import type { Sink, SinkFactory } from "../sink/sink.js";
 import type { StateKey } from "../state/keyed-state-backend.js";
-import type { AggregateFunction, ReduceFunction, WindowResultFunction } from "../window/aggregate-function.js";
+import type {
+  AggregateFunction,
+  ReduceFunction,
+  WindowResultFunction,
+} from "../window/aggregate-function.js";
 import type { WindowAssigner } from "../window/window-assigners.js";
-import { createWindowAggregateFunction, createWindowReduceFunction, type WindowOptions } from "../window/window-function.js";
+import {
+  createWindowAggregateFunction,
+  createWindowReduceFunction,
+  type WindowOptions,
+} from "../window/window-function.js";
 import { KeyedProcessOperator } from "./operators/keyed-process-operator.js";
 import { SinkOperator } from "./operators/sink-operator.js";
-import { FilterOperator, FlatMapOperator, MapOperator, UnionOperator } from "./operators/transform-operators.js";
+import {
+  FilterOperator,
+  FlatMapOperator,
+  MapOperator,
+  UnionOperator,
+} from "./operators/transform-operators.js";
 import { instantiatePerSubtask, type StreamGraph, type StreamNode } from "./stream-graph.js";
 
 /**
@@ -51,17 +64,25 @@ export class DataStream<T> {
 
   /** One output per record. Synchronous; for I/O per record use a sink. */
   map<OUT>(mapper: (value: T) => OUT, options: OperatorOptions = {}): DataStream<OUT> {
-    return this.then("map", options, (uid) => new MapOperator(uid, mapper as (value: unknown) => unknown));
+    return this.append("map", options, (uid) => new MapOperator(uid, mapper as (value: unknown) => unknown));
   }
 
   /** Keeps the records for which `predicate` returns true. */
   filter(predicate: (value: T) => boolean, options: OperatorOptions = {}): DataStream<T> {
-    return this.then("filter", options, (uid) => new FilterOperator(uid, predicate as (value: unknown) => boolean));
+    return this.append(
+      "filter",
+      options,
+      (uid) => new FilterOperator(uid, predicate as (value: unknown) => boolean),
+    );
   }
 
   /** Zero or more outputs per record (return an array or any iterable). */
   flatMap<OUT>(expand: (value: T) => Iterable<OUT>, options: OperatorOptions = {}): DataStream<OUT> {
-    return this.then("flatMap", options, (uid) => new FlatMapOperator(uid, expand as (value: unknown) => Iterable<unknown>));
+    return this.append(
+      "flatMap",
+      options,
+      (uid) => new FlatMapOperator(uid, expand as (value: unknown) => Iterable<unknown>),
+    );
   }
 
   /**
@@ -75,7 +96,12 @@ export class DataStream<T> {
 
   /** Merges streams of the same type; the watermark is the minimum of the inputs'. */
   union(...others: DataStream<T>[]): DataStream<T> {
-    const node = this.graph.add("union", [this.node, ...others.map((other) => other.node)], undefined, (uid) => new UnionOperator(uid));
+    const node = this.graph.add(
+      "union",
+      [this.node, ...others.map((other) => other.node)],
+      undefined,
+      (uid) => new UnionOperator(uid),
+    );
     return new DataStream<T>(this.graph, node);
   }
 
@@ -85,13 +111,17 @@ export class DataStream<T> {
    */
   sinkTo(sink: Sink<T> | SinkFactory<T>, options: OperatorOptions = {}): void {
     this.graph.add("sink", [this.node], options.uid, (uid, context) => {
-      const instance = instantiatePerSubtask(sink as Sink<unknown> | SinkFactory<unknown>, `sinkTo '${uid}'`, context);
+      const instance = instantiatePerSubtask(
+        sink as Sink<unknown> | SinkFactory<unknown>,
+        `sinkTo '${uid}'`,
+        context,
+      );
       return new SinkOperator(uid, instance);
     });
   }
 
   /** @internal */
-  protected then<OUT>(
+  protected append<OUT>(
     kind: StreamNode["kind"],
     options: OperatorOptions,
     create: Parameters<StreamGraph["add"]>[3],

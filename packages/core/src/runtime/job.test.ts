@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { KeyedProcessContext, KeyedProcessFunction, KeyedRuntimeContext, Collector } from "../api/process-function.js";
-import type { CheckpointListener, CheckpointedFunction, FunctionInitializationContext } from "../api/checkpointed-function.js";
+import type {
+  CheckpointedFunction,
+  CheckpointListener,
+  FunctionInitializationContext,
+} from "../api/checkpointed-function.js";
+import type {
+  Collector,
+  KeyedProcessContext,
+  KeyedProcessFunction,
+  KeyedRuntimeContext,
+} from "../api/process-function.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import type { Sink } from "../sink/sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
@@ -12,7 +21,11 @@ class RunningCount implements KeyedProcessFunction<string, { key: string }, [str
   open(context: KeyedRuntimeContext): void {
     this.count = context.getState<number>({ name: "count" });
   }
-  processElement(_value: { key: string }, context: KeyedProcessContext<string>, out: Collector<[string, number]>): void {
+  processElement(
+    _value: { key: string },
+    context: KeyedProcessContext<string>,
+    out: Collector<[string, number]>,
+  ): void {
     const next = (this.count.value() ?? 0) + 1;
     this.count.update(next);
     out.collect([context.getCurrentKey(), next]);
@@ -63,9 +76,16 @@ class BufferingSink<T> implements Sink<T>, CheckpointedFunction, CheckpointListe
 describe("Job", () => {
   it("runs generator → map → keyBy count → sink and commits at the end", async () => {
     const published: Array<[string, number]> = [];
-    const job = new Job({ jobId: "count", checkpointing: { interval: 20, storage: "memory" }, restartStrategy: { type: "none" } });
+    const job = new Job({
+      jobId: "count",
+      checkpointing: { interval: 20, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
     job
-      .fromSource(new GeneratorSource({ count: 10_000, splits: 4, generate: (index) => ({ key: `k${index % 10}` }) }), { uid: "in" })
+      .fromSource(
+        new GeneratorSource({ count: 10_000, splits: 4, generate: (index) => ({ key: `k${index % 10}` }) }),
+        { uid: "in" },
+      )
       .map((value) => value)
       .keyBy((value) => value.key)
       .process(new RunningCount(), { uid: "count" })
@@ -91,7 +111,15 @@ describe("Job", () => {
       restartStrategy: { type: "fixed-delay", attempts: 2, delay: 10 },
     });
     job
-      .fromSource(new GeneratorSource({ count: 50_000, splits: 3, generate: (index) => index, recordsPerSecond: 200_000 }), { uid: "in" })
+      .fromSource(
+        new GeneratorSource({
+          count: 50_000,
+          splits: 3,
+          generate: (index) => index,
+          recordsPerSecond: 200_000,
+        }),
+        { uid: "in" },
+      )
       .map((value) => {
         if (value === 30_000 && !thrown) {
           thrown = true;

@@ -12,9 +12,9 @@ import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
 import { SourceOperator } from "./operators/source-operator.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
-import { planRestore, type RestorePlan, type RestoreSetting, scopeOf } from "./restore-plan.js";
 import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controller.js";
 import type { RestartStrategy } from "./restart-strategy.js";
+import { planRestore, type RestorePlan, type RestoreSetting, scopeOf } from "./restore-plan.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 
@@ -88,7 +88,12 @@ export interface SourceOptions<T> extends OperatorOptions {
 }
 
 // Failures that a restart cannot fix: fail at once instead of looping.
-const PERMANENT_CODES = new Set(["CONFIGURATION", "TRANSACTION_TIMED_OUT", "CHECKPOINT_CORRUPT", "CHECKPOINT_NOT_FOUND"]);
+const PERMANENT_CODES = new Set([
+  "CONFIGURATION",
+  "TRANSACTION_TIMED_OUT",
+  "CHECKPOINT_CORRUPT",
+  "CHECKPOINT_NOT_FOUND",
+]);
 
 /**
  * A dataflow job — Flink's `StreamExecutionEnvironment` and `JobGraph` in one. Declare sources,
@@ -133,7 +138,10 @@ export class Job {
   }
 
   /** Starts a stream from a source. */
-  fromSource<T, SplitT extends SourceSplit>(source: Source<T, SplitT>, options: SourceOptions<T> = {}): DataStream<T> {
+  fromSource<T, SplitT extends SourceSplit>(
+    source: Source<T, SplitT>,
+    options: SourceOptions<T> = {},
+  ): DataStream<T> {
     const untyped = source as unknown as Source<unknown, SourceSplit>;
     const node = this.graph.add(
       "source",
@@ -195,15 +203,20 @@ export class Job {
     }
   }
 
-  private async runAttempt(
-    attemptNumber: number,
-  ): Promise<{ endedBy: JobResult["endedBy"]; lastCheckpointId: number; restoredCheckpointId: number | undefined }> {
+  private async runAttempt(attemptNumber: number): Promise<{
+    endedBy: JobResult["endedBy"];
+    lastCheckpointId: number;
+    restoredCheckpointId: number | undefined;
+  }> {
     const runsAll = this.options.subtaskIndex === undefined;
     const scope = scopeOf(this.options.subtaskIndex ?? 0, this.parallelism, runsAll);
     const plan = await this.planRestore(scope);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
-        { checkpointId: plan.checkpointId, from: plan.restoredFrom.map((m) => `${m.scope}#${m.checkpointId}`) },
+        {
+          checkpointId: plan.checkpointId,
+          from: plan.restoredFrom.map((m) => `${m.scope}#${m.checkpointId}`),
+        },
         "restoring checkpoint",
       );
     }
@@ -244,7 +257,8 @@ export class Job {
         () => "end-of-input" as const,
       );
       const endedBy = await Promise.race([inputEnded, stopped, failed]);
-      if (endedBy === "stop") await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
+      if (endedBy === "stop")
+        await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
       const lastCheckpointId = await Promise.race([coordinator.finalCheckpoint(), failed]);
       this.logger.info({ endedBy, lastCheckpointId }, "job finished");
       await this.shutdown(subtasks, loops, coordinator);
@@ -286,8 +300,16 @@ export class Job {
     });
   }
 
-  private async createSubtask(subtaskIndex: number, attemptNumber: number, plan: RestorePlan): Promise<Subtask> {
-    const context = { subtaskIndex, parallelism: this.parallelism, subtasksInProcess: this.localSubtasks.length };
+  private async createSubtask(
+    subtaskIndex: number,
+    attemptNumber: number,
+    plan: RestorePlan,
+  ): Promise<Subtask> {
+    const context = {
+      subtaskIndex,
+      parallelism: this.parallelism,
+      subtasksInProcess: this.localSubtasks.length,
+    };
     const restored = plan.operatorsOf(subtaskIndex);
     const logger = this.logger.child({ subtask: subtaskIndex });
     const environment = {
@@ -308,7 +330,9 @@ export class Job {
       operators.push(operator);
     }
     for (const operator of operators) await operator.initialize(environment, restored?.[operator.uid]);
-    const sources = operators.filter((operator): operator is SourceOperator => operator instanceof SourceOperator);
+    const sources = operators.filter(
+      (operator): operator is SourceOperator => operator instanceof SourceOperator,
+    );
     const subtask = new Subtask(subtaskIndex, operators, sources, logger);
     await subtask.initialize();
     return subtask;
@@ -330,7 +354,9 @@ export class Job {
       for (const [uid, operator] of Object.entries(snapshot.operators)) {
         const source = this.graph.nodes.find((node) => node.uid === uid)?.source;
         for (const entry of operator.splits ?? []) {
-          const split = source?.splitSerializer ? source.splitSerializer.deserialize(entry.bytes) : deserialize(entry.bytes);
+          const split = source?.splitSerializer
+            ? source.splitSerializer.deserialize(entry.bytes)
+            : deserialize(entry.bytes);
           splits[entry.splitKey] = { subtask: subtaskIndex, ...toJsonSafe(split) };
         }
       }
@@ -356,10 +382,14 @@ export class Job {
 }
 
 function toJsonSafe(value: unknown): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(value, (_key, item) => (typeof item === "bigint" ? item.toString() : item)));
+  return JSON.parse(
+    JSON.stringify(value, (_key, item) => (typeof item === "bigint" ? item.toString() : item)),
+  );
 }
 
-function resolveCheckpointing(options: CheckpointingOptions | false | undefined): ResolvedCheckpointing | undefined {
+function resolveCheckpointing(
+  options: CheckpointingOptions | false | undefined,
+): ResolvedCheckpointing | undefined {
   if (!options) return undefined;
   return {
     interval: options.interval,
@@ -372,14 +402,23 @@ function resolveCheckpointing(options: CheckpointingOptions | false | undefined)
 
 function validateJobOptions(options: JobOptions, parallelism: number): void {
   if (typeof options.jobId !== "string" || !/^[A-Za-z0-9._-]+$/.test(options.jobId)) {
-    throw new ConfigurationError("jobId", `must be letters, digits, '.', '_' or '-', got ${JSON.stringify(options.jobId)}`);
+    throw new ConfigurationError(
+      "jobId",
+      `must be letters, digits, '.', '_' or '-', got ${JSON.stringify(options.jobId)}`,
+    );
   }
   if (!Number.isInteger(parallelism) || parallelism < 1) {
     throw new ConfigurationError("parallelism", `must be a whole number ≥ 1, got ${parallelism}`);
   }
   const { subtaskIndex } = options;
-  if (subtaskIndex !== undefined && !(Number.isInteger(subtaskIndex) && subtaskIndex >= 0 && subtaskIndex < parallelism)) {
-    throw new ConfigurationError("subtaskIndex", `must be a whole number from 0 to ${parallelism - 1}, got ${subtaskIndex}`);
+  if (
+    subtaskIndex !== undefined &&
+    !(Number.isInteger(subtaskIndex) && subtaskIndex >= 0 && subtaskIndex < parallelism)
+  ) {
+    throw new ConfigurationError(
+      "subtaskIndex",
+      `must be a whole number from 0 to ${parallelism - 1}, got ${subtaskIndex}`,
+    );
   }
   const checkpointing = options.checkpointing;
   if (!checkpointing) return;
@@ -389,7 +428,10 @@ function validateJobOptions(options: JobOptions, parallelism: number): void {
     }
   };
   if (checkpointing.interval === undefined) {
-    throw new ConfigurationError("checkpointing.interval", "is required (milliseconds between checkpoints), e.g. 1000");
+    throw new ConfigurationError(
+      "checkpointing.interval",
+      "is required (milliseconds between checkpoints), e.g. 1000",
+    );
   }
   positive("interval", checkpointing.interval, 10);
   positive("timeout", checkpointing.timeout, 1);

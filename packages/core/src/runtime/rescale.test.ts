@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Collector, KeyedProcessContext, KeyedProcessFunction, KeyedRuntimeContext } from "../api/process-function.js";
+import type {
+  Collector,
+  KeyedProcessContext,
+  KeyedProcessFunction,
+  KeyedRuntimeContext,
+} from "../api/process-function.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
@@ -34,7 +39,11 @@ class RunningCount implements KeyedProcessFunction<string, Reading, Counted> {
   }
 }
 
-function buildJob(parallelism: number, storage: MemoryCheckpointStorage, output: CollectedOutput<Counted>): Job {
+function buildJob(
+  parallelism: number,
+  storage: MemoryCheckpointStorage,
+  output: CollectedOutput<Counted>,
+): Job {
   const job = new Job({
     jobId: "rescale",
     parallelism,
@@ -80,7 +89,8 @@ function expectExactlyOnceWithContinuousCounts(committed: readonly Counted[]): v
   expect(new Set(committed.map((record) => record.index)).size).toBe(RECORDS);
   // Per key, counts are 1..n without gaps or repeats: the keyed state survived the rescale.
   const countsByKey = new Map<string, number[]>();
-  for (const record of committed) countsByKey.set(record.key, [...(countsByKey.get(record.key) ?? []), record.count]);
+  for (const record of committed)
+    countsByKey.set(record.key, [...(countsByKey.get(record.key) ?? []), record.count]);
   for (const [key, counts] of countsByKey) {
     const sorted = [...counts].sort((a, b) => a - b);
     expect(sorted, key).toEqual(Array.from({ length: RECORDS / KEYS }, (_, index) => index + 1));
@@ -123,7 +133,9 @@ describe("rescaling a checkpoint", () => {
         .sinkTo(output.sinkFactory(), { uid: "out" });
       return job;
     });
-    setTimeout(() => processes.forEach((job) => job.stop()), 250);
+    setTimeout(() => {
+      for (const job of processes) job.stop();
+    }, 250);
     await Promise.all(processes.map((job) => job.execute()));
     const scopes = new Set((await storage.list("rescale")).map((metadata) => metadata.scope));
     expect(scopes).toEqual(new Set(["subtask-0-of-2", "subtask-1-of-2"]));

@@ -29,7 +29,8 @@ export class RestartController {
         return strategy.delay;
       case "failure-rate": {
         this.failureTimes.push(now);
-        while (this.failureTimes.length > 0 && now - this.failureTimes[0]! > strategy.interval) this.failureTimes.shift();
+        while (this.failureTimes.length > 0 && now - this.failureTimes[0]! > strategy.interval)
+          this.failureTimes.shift();
         if (this.failureTimes.length > strategy.maxFailures) return undefined;
         return strategy.delay;
       }

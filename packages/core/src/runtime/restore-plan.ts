@@ -2,12 +2,12 @@ import { deserialize } from "node:v8";
 import type { CheckpointMetadata, CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { CheckpointError, RecoveryError } from "../errors/onceflow-error.js";
 import type { Source, SourceSplit } from "../source/source.js";
-import { defaultSerializerFor } from "../state/serializer.js";
 import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator-state-store.js";
+import { defaultSerializerFor } from "../state/serializer.js";
 import { SPLIT_KEY_SEPARATOR } from "./operators/source-operator.js";
 import type { OperatorSnapshot } from "./operators/stream-operator.js";
-import type { SubtaskSnapshot } from "./subtask.js";
 import { assignSplit, stableHash } from "./split-assignment.js";
+import type { SubtaskSnapshot } from "./subtask.js";
 
 /** Which checkpoint a job starts from. */
 export type RestoreSetting = "latest" | "none" | { readonly checkpointId: number };
@@ -67,12 +67,16 @@ export async function planRestore(request: RestoreRequest): Promise<RestorePlan>
   };
 }
 
-function chooseCheckpoints(all: readonly CheckpointMetadata[], request: RestoreRequest): CheckpointMetadata[] {
+function chooseCheckpoints(
+  all: readonly CheckpointMetadata[],
+  request: RestoreRequest,
+): CheckpointMetadata[] {
   const { setting } = request;
   if (setting === "none") return [];
   if (typeof setting === "object") {
     const named = all.filter((metadata) => metadata.checkpointId === setting.checkpointId);
-    const own = named.find((metadata) => metadata.scope === request.scope) ?? named.find((m) => m.scope === "all");
+    const own =
+      named.find((metadata) => metadata.scope === request.scope) ?? named.find((m) => m.scope === "all");
     if (!own && named.length === 0) {
       throw new CheckpointError(
         "CHECKPOINT_NOT_FOUND",
@@ -85,7 +89,9 @@ function chooseCheckpoints(all: readonly CheckpointMetadata[], request: RestoreR
   if (all.length === 0) return [];
   // The newest checkpoint decides the old parallelism; with per-process scopes, take each old
   // subtask's newest checkpoint of that parallelism.
-  const newest = all.reduce((latest, metadata) => (metadata.completedAt > latest.completedAt ? metadata : latest));
+  const newest = all.reduce((latest, metadata) =>
+    metadata.completedAt > latest.completedAt ? metadata : latest,
+  );
   const own = latestOf(all.filter((metadata) => metadata.scope === request.scope));
   if (own && own.parallelism === request.parallelism && own.completedAt >= newest.completedAt) return [own];
   if (newest.scope === "all") return [newest];
@@ -121,10 +127,12 @@ function redistribute(
   for (let index = 0; index < parallelism; index++) result.set(index, {});
   const uids = new Set(oldSubtasks.flatMap((snapshot) => Object.keys(snapshot.operators)));
   const ownerOfSplit = splitOwners(oldSubtasks, request);
-  const owner = (splitKey: string): number => ownerOfSplit.get(splitKey) ?? stableHash(splitIdOf(splitKey)) % parallelism;
+  const owner = (splitKey: string): number =>
+    ownerOfSplit.get(splitKey) ?? stableHash(splitIdOf(splitKey)) % parallelism;
   for (const uid of uids) {
-    const perOld = Array.from({ length: oldParallelism }, (_, index) =>
-      oldSubtasks.find((snapshot) => snapshot.subtaskIndex === index)?.operators[uid],
+    const perOld = Array.from(
+      { length: oldParallelism },
+      (_, index) => oldSubtasks.find((snapshot) => snapshot.subtaskIndex === index)?.operators[uid],
     );
     const operatorStates = redistributeOperatorState(
       perOld.map((snapshot) => snapshot?.operatorState ?? ({} as OperatorStateSnapshot)),
@@ -139,12 +147,13 @@ function redistribute(
       if (!snapshot) continue;
       for (const entry of snapshot.splits ?? []) {
         const target = result.get(owner(entry.splitKey))![uid]!;
-        (target.splits ??= []).push(entry);
+        target.splits = [...(target.splits ?? []), entry];
       }
       for (const field of ["keyed", "eventTimers", "processingTimers"] as const) {
         for (const [splitKey, value] of Object.entries(snapshot[field] ?? {})) {
           const target = result.get(owner(splitKey))![uid]!;
-          const bucket = (target[field] ??= {}) as Record<string, unknown>;
+          const bucket = (target[field] ?? {}) as Record<string, unknown>;
+          target[field] = bucket as never;
           if (bucket[splitKey] !== undefined) {
             throw new RecoveryError(`split '${splitKey}' of operator '${uid}' appears in two old subtasks`);
           }
@@ -164,7 +173,10 @@ function splitOwners(oldSubtasks: readonly SubtaskSnapshot[], request: RestoreRe
       if (!source) continue;
       const serializer = source.splitSerializer ?? defaultSerializerFor<SourceSplit>();
       for (const entry of operator.splits ?? []) {
-        owners.set(entry.splitKey, assignSplit(source, serializer.deserialize(entry.bytes), request.parallelism));
+        owners.set(
+          entry.splitKey,
+          assignSplit(source, serializer.deserialize(entry.bytes), request.parallelism),
+        );
       }
     }
   }

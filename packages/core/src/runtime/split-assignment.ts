@@ -14,10 +14,18 @@ export function stableHash(text: string): number {
 }
 
 /** The subtask that reads `split`: the source's own rule, or a stable hash of its id. */
-export function assignSplit(source: Source<unknown, SourceSplit>, split: SourceSplit, parallelism: number): number {
-  const owner = source.assignSplit ? source.assignSplit(split, parallelism) : stableHash(split.splitId) % parallelism;
+export function assignSplit(
+  source: Source<unknown, SourceSplit>,
+  split: SourceSplit,
+  parallelism: number,
+): number {
+  const owner = source.assignSplit
+    ? source.assignSplit(split, parallelism)
+    : stableHash(split.splitId) % parallelism;
   if (!Number.isInteger(owner) || owner < 0 || owner >= parallelism) {
-    throw new RangeError(`source '${source.name}' assigned split '${split.splitId}' to subtask ${owner} of ${parallelism}`);
+    throw new RangeError(
+      `source '${source.name}' assigned split '${split.splitId}' to subtask ${owner} of ${parallelism}`,
+    );
   }
   return owner;
 }

@@ -38,7 +38,10 @@ export class StreamGraph {
     const id = this.nodeList.length + 1;
     const resolvedUid = uid ?? `${kind}-${id}`;
     if (this.uids.has(resolvedUid)) {
-      throw new ConfigurationError(`uid '${resolvedUid}'`, "is used by two operators; every uid must be unique");
+      throw new ConfigurationError(
+        `uid '${resolvedUid}'`,
+        "is used by two operators; every uid must be unique",
+      );
     }
     if (resolvedUid.includes("/")) {
       throw new ConfigurationError(`uid '${resolvedUid}'`, "must not contain '/'");

@@ -1,7 +1,7 @@
 import { serialize } from "node:v8";
 import type { Logger } from "../observability/logger.js";
-import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 import type { SourceOperator } from "./operators/source-operator.js";
+import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 
 /** What one subtask contributes to a checkpoint (stored serialized, one buffer per subtask). */
 export interface SubtaskSnapshot {
@@ -70,7 +70,13 @@ export class Subtask {
         const snapshot = await operator.snapshot(checkpointId, timestamp);
         if (snapshot) operators[operator.uid] = snapshot;
       }
-      const snapshot: SubtaskSnapshot = { formatVersion: 1, checkpointId, subtaskIndex: this.index, parallelism, operators };
+      const snapshot: SubtaskSnapshot = {
+        formatVersion: 1,
+        checkpointId,
+        subtaskIndex: this.index,
+        parallelism,
+        operators,
+      };
       return serialize(snapshot);
     });
   }
@@ -165,7 +171,8 @@ export class Subtask {
     // Mail that arrived while this loop was busy must not wait for the next wake-up.
     if (this.mailbox.length > 0 || this.terminated) return;
     let wakeAt = Infinity;
-    for (const operator of this.operators) wakeAt = Math.min(wakeAt, operator.nextProcessingTime() ?? Infinity);
+    for (const operator of this.operators)
+      wakeAt = Math.min(wakeAt, operator.nextProcessingTime() ?? Infinity);
     const reading = this.sources.filter((source) => !source.finished && !source.stopped);
     for (const source of reading) wakeAt = Math.min(wakeAt, source.nextDiscoveryTime() ?? Infinity);
     // Idleness and discovery need the loop to look again now and then even without data.

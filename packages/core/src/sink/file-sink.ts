@@ -142,7 +142,13 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
   }
 
   protected async beginTransaction(): Promise<FileTransaction> {
-    this.directoriesReady ??= mkdir(this.stagingDirectory, { recursive: true }).then(() => undefined);
+    this.directoriesReady ??= mkdir(this.stagingDirectory, { recursive: true }).then(
+      () => undefined,
+      (error: unknown) => {
+        this.directoriesReady = undefined; // let a later attempt try again
+        throw error;
+      },
+    );
     await this.directoriesReady;
     const id = randomBytes(8).toString("hex");
     const { subtaskIndex } = this.runtimeContext;

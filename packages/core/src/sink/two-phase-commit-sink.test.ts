@@ -281,6 +281,24 @@ describe("TwoPhaseCommitSink recovery", () => {
     await expect(harness.initialize(checkpoint)).rejects.toThrow(/t3.*checkpoint 2.*cannot reach t3/);
   });
 
+  it("forgets everything of a failed attempt when the same instance is initialized again", async () => {
+    const journal = new SinkJournal();
+    const { sink, harness } = setUp({}, journal);
+    await harness.initialize();
+    await harness.write("from-failed-attempt");
+    await harness.snapshot(1); // checkpoint 1 fails to store; the attempt fails
+    await harness.close();
+    // No checkpoint completed: the next attempt starts fresh with the same instance.
+    const retry = new SinkTestHarness(sink);
+    await retry.initialize();
+    expect(sink.pendingCheckpointIds()).toEqual([]);
+    await retry.write("replayed");
+    await retry.checkpoint(1);
+    expect(journal.committed).toEqual(["replayed"]);
+    await retry.close();
+    expect(journal.callsOf("abort")).toEqual(["abort t2", "abort t4"]);
+  });
+
   it("requires initializeState before open", () => {
     const sink = new RecordingSink(new SinkJournal());
     const context = new SinkTestHarness(sink);

@@ -376,11 +376,17 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   async initializeState(context: FunctionInitializationContext): Promise<void> {
+    // The runtime may reuse one instance for the next attempt: nothing of the failed one may leak in
+    // (its pending transactions belong to checkpoints that the restored state knows, or that failed).
+    this.pending = [];
+    this.current = undefined;
+    this.closed = false;
+    const restoredCheckpointId = context.isRestored() ? (context.getRestoredCheckpointId() ?? 0) : 0;
+    this.latestCheckpointId = restoredCheckpointId;
     this.bindContext(context);
     const state = context.getOperatorStateStore().getListState<TransactionStateEntry>({ name: stateName });
     this.state = state;
     if (context.isRestored()) {
-      const restoredCheckpointId = context.getRestoredCheckpointId() ?? 0;
       const entries = state.get();
       const pending = entries
         .filter((entry) => entry.kind === "pending")
@@ -408,9 +414,6 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
           "aborted transaction left open at the restored checkpoint",
         );
       }
-      this.latestCheckpointId = restoredCheckpointId;
-    } else {
-      this.latestCheckpointId = 0;
     }
     try {
       await this.finishRecoveringTransactions();

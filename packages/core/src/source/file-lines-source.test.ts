@@ -164,7 +164,7 @@ describe("FileLinesSource", () => {
 
   it("reads a large file in bounded chunks with exact positions", async () => {
     const path = join(directory, "big.txt");
-    const count = 100_000;
+    const count = 40_000;
     await writeFile(path, Array.from({ length: count }, (_, i) => `record-${i}`).join("\n"));
     const source = new FileLinesSource({ paths: [path], readChunkSize: 4096 });
     const reader = source.createReader();

@@ -62,55 +62,52 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   getState<T>(descriptor: StateDescriptor<T>): ValueState<T> {
     this.register(descriptor, "value");
-    const backend = this;
     const name = descriptor.name;
     return {
-      value: () => backend.table(name).get(backend.currentKey) as T | undefined,
+      value: () => this.table(name).get(this.currentKey) as T | undefined,
       update: (value) => {
-        backend.table(name).set(backend.currentKey, value);
+        this.table(name).set(this.currentKey, value);
       },
       clear: () => {
-        backend.table(name).delete(backend.currentKey);
+        this.table(name).delete(this.currentKey);
       },
     };
   }
 
   getListState<T>(descriptor: StateDescriptor<T>): ListState<T> {
     this.register(descriptor, "list");
-    const backend = this;
     const name = descriptor.name;
-    const list = (): T[] | undefined => backend.table(name).get(backend.currentKey) as T[] | undefined;
+    const list = (): T[] | undefined => this.table(name).get(this.currentKey) as T[] | undefined;
     return {
       get: () => [...(list() ?? [])],
       add: (value) => {
         const current = list();
         if (current) current.push(value);
-        else backend.table(name).set(backend.currentKey, [value]);
+        else this.table(name).set(this.currentKey, [value]);
       },
       addAll: (values) => {
         const current = list();
         if (current) current.push(...values);
-        else backend.table(name).set(backend.currentKey, [...values]);
+        else this.table(name).set(this.currentKey, [...values]);
       },
       update: (values) => {
-        backend.table(name).set(backend.currentKey, [...values]);
+        this.table(name).set(this.currentKey, [...values]);
       },
       clear: () => {
-        backend.table(name).delete(backend.currentKey);
+        this.table(name).delete(this.currentKey);
       },
     };
   }
 
   getMapState<K, V>(descriptor: StateDescriptor<Map<K, V>>): MapState<K, V> {
     this.register(descriptor, "map");
-    const backend = this;
     const name = descriptor.name;
-    const map = (): Map<K, V> | undefined => backend.table(name).get(backend.currentKey) as Map<K, V> | undefined;
+    const map = (): Map<K, V> | undefined => this.table(name).get(this.currentKey) as Map<K, V> | undefined;
     const mapForWrite = (): Map<K, V> => {
       let current = map();
       if (!current) {
         current = new Map();
-        backend.table(name).set(backend.currentKey, current);
+        this.table(name).set(this.currentKey, current);
       }
       return current;
     };
@@ -124,14 +121,14 @@ export class KeyedStateBackend implements KeyedStateStore {
         const current = map();
         if (!current) return;
         current.delete(key);
-        if (current.size === 0) backend.table(name).delete(backend.currentKey);
+        if (current.size === 0) this.table(name).delete(this.currentKey);
       },
       entries: () => [...(map()?.entries() ?? [])],
       keys: () => [...(map()?.keys() ?? [])],
       values: () => [...(map()?.values() ?? [])],
       isEmpty: () => (map()?.size ?? 0) === 0,
       clear: () => {
-        backend.table(name).delete(backend.currentKey);
+        this.table(name).delete(this.currentKey);
       },
     };
   }
@@ -167,7 +164,10 @@ export class KeyedStateBackend implements KeyedStateStore {
         `registered as ${existing.kind} state and again as ${kind} state; use a different name for each`,
       );
     }
-    this.registered.set(descriptor.name, { kind, serializer: descriptor.serializer as TypeSerializer<unknown> });
+    this.registered.set(descriptor.name, {
+      kind,
+      serializer: descriptor.serializer as TypeSerializer<unknown>,
+    });
   }
 
   private serializeTable(name: string, table: Table): Buffer {

@@ -6,6 +6,11 @@ import type { ListState, OperatorStateStore, StateDescriptor } from "./state.js"
  * How an operator state is handed out when a job is restored with another parallelism:
  * `split` (a `ListState`: the elements of all old subtasks are dealt evenly among the new ones) or
  * `union` (a `UnionListState`: every new subtask gets all elements).
+ *
+ * @example
+ * ```ts
+ * const mode: OperatorStateDistributionMode = snapshot["offsets"]?.mode ?? "split";
+ * ```
  */
 export type OperatorStateDistributionMode = "split" | "union";
 

@@ -111,13 +111,13 @@ class WindowOperatorFunction<K, IN, ACC, R, OUT> implements KeyedProcessFunction
       const entry = this.contents.get(window.start);
       const acc = entry === undefined ? this.logic.first(value) : this.logic.add(value, entry.acc);
       this.contents.put(window.start, { end: window.end, acc });
-      if (!this.eventTime) {
-        timers.registerProcessingTimeTimer(maxTimestamp);
-        continue;
-      }
       // Within the allowed lateness the window has fired already: fire again with the update.
-      if (maxTimestamp <= watermark) this.emit(context.getCurrentKey(), window, acc, out);
-      else timers.registerEventTimeTimer(maxTimestamp);
+      if (this.eventTime && maxTimestamp <= watermark) this.emit(context.getCurrentKey(), window, acc, out);
+      // A window's timers are registered with its first record: they are state as much as the
+      // entry is, so they exist exactly as long as it does (also after a restore).
+      if (entry !== undefined) continue;
+      if (!this.eventTime) timers.registerProcessingTimeTimer(maxTimestamp);
+      else if (maxTimestamp > watermark) timers.registerEventTimeTimer(maxTimestamp);
       if (this.allowedLateness > 0) timers.registerEventTimeTimer(maxTimestamp + this.allowedLateness);
     }
     if (!accepted) {

@@ -6,8 +6,8 @@ import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
 import { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { countAggregate } from "./aggregate-function.js";
-import { LATE_RECORDS_DROPPED_METRIC } from "./window-function.js";
 import { TumblingEventTimeWindows } from "./window-assigners.js";
+import { LATE_RECORDS_DROPPED_METRIC } from "./window-function.js";
 
 interface Event {
   key: string;
@@ -89,11 +89,13 @@ describe("event-time windows in a Job", () => {
     const storage = new MemoryCheckpointStorage();
     let thrown = false;
     let committedAtFailure = -1;
+    const metrics = createMemoryMetrics();
     const job = new Job({
       jobId: "window-counts-restart",
       parallelism: 2,
       checkpointing: { interval: 20, storage },
       restartStrategy: { type: "fixed-delay", attempts: 2, delay: 10 },
+      metrics,
     });
     job
       .fromSource(generatorOf(20_000, 4, 40_000), {
@@ -121,5 +123,6 @@ describe("event-time windows in a Job", () => {
     expect(committedAtFailure).toBeGreaterThan(0);
     expect(output.pending).toEqual([]);
     expect(sortCounts(output.committed)).toEqual(expectedCounts(20_000, 4));
+    expect(metrics.read(LATE_RECORDS_DROPPED_METRIC)).toBe(0);
   });
 });

@@ -7,8 +7,13 @@ import type {
 } from "../../api/process-function.js";
 import { ConfigurationError } from "../../errors/onceflow-error.js";
 import { KeyedStateBackend, type StateKey } from "../../state/keyed-state-backend.js";
-import { TimerQueue, type Timer } from "../timer-queue.js";
-import { type OperatorEnvironment, type OperatorSnapshot, type RecordBatch, StreamOperator } from "./stream-operator.js";
+import { type Timer, TimerQueue } from "../timer-queue.js";
+import {
+  type OperatorEnvironment,
+  type OperatorSnapshot,
+  type RecordBatch,
+  StreamOperator,
+} from "./stream-operator.js";
 import { UserFunctionState } from "./user-function-state.js";
 
 type TimeDomain = "event-time" | "processing-time";
@@ -45,26 +50,28 @@ export class KeyedProcessOperator extends StreamOperator {
         if (time !== undefined) this.hasTimestamps = true;
       },
     };
-    const operator = this;
     const timerService: TimerService = {
       currentProcessingTime: () => Date.now(),
-      currentWatermark: () => operator.currentWatermark,
-      registerEventTimeTimer: (time) => operator.timersOf(operator.eventTimers).add(time, operator.backend.currentKey),
+      currentWatermark: () => this.currentWatermark,
+      registerEventTimeTimer: (time) => this.timersOf(this.eventTimers).add(time, this.backend.currentKey),
       registerProcessingTimeTimer: (time) =>
-        operator.timersOf(operator.processingTimers).add(time, operator.backend.currentKey),
-      deleteEventTimeTimer: (time) => operator.timersOf(operator.eventTimers).delete(time, operator.backend.currentKey),
+        this.timersOf(this.processingTimers).add(time, this.backend.currentKey),
+      deleteEventTimeTimer: (time) => this.timersOf(this.eventTimers).delete(time, this.backend.currentKey),
       deleteProcessingTimeTimer: (time) =>
-        operator.timersOf(operator.processingTimers).delete(time, operator.backend.currentKey),
+        this.timersOf(this.processingTimers).delete(time, this.backend.currentKey),
     };
     this.context = {
-      timestamp: () => operator.currentTimestamp,
-      getCurrentKey: () => operator.backend.currentKey,
+      timestamp: () => this.currentTimestamp,
+      getCurrentKey: () => this.backend.currentKey,
       timerService: () => timerService,
-      timeDomain: () => operator.currentDomain,
+      timeDomain: () => this.currentDomain,
     };
   }
 
-  override async initialize(environment: OperatorEnvironment, restored: OperatorSnapshot | undefined): Promise<void> {
+  override async initialize(
+    environment: OperatorEnvironment,
+    restored: OperatorSnapshot | undefined,
+  ): Promise<void> {
     this.backend = new KeyedStateBackend(restored?.keyed);
     restoreTimers(this.eventTimers, restored?.eventTimers);
     restoreTimers(this.processingTimers, restored?.processingTimers);
@@ -176,7 +183,8 @@ export class KeyedProcessOperator extends StreamOperator {
 
 function checkKey(key: unknown, uid: string): StateKey {
   const type = typeof key;
-  if (type === "string" || type === "number" || type === "bigint" || type === "boolean") return key as StateKey;
+  if (type === "string" || type === "number" || type === "bigint" || type === "boolean")
+    return key as StateKey;
   throw new ConfigurationError(
     `keyBy of '${uid}'`,
     `the key selector returned a ${key === null ? "null" : type}; return a string, number, bigint or boolean (for a composite key, join its parts into a string)`,
@@ -184,7 +192,8 @@ function checkKey(key: unknown, uid: string): StateKey {
 }
 
 function restoreTimers(queues: Map<string, TimerQueue>, restored: Record<string, Timer[]> | undefined): void {
-  for (const [splitKey, timers] of Object.entries(restored ?? {})) queues.set(splitKey, new TimerQueue(timers));
+  for (const [splitKey, timers] of Object.entries(restored ?? {}))
+    queues.set(splitKey, new TimerQueue(timers));
 }
 
 function snapshotTimers(queues: Map<string, TimerQueue>): Record<string, Timer[]> {

@@ -1,7 +1,12 @@
+import type { Counter } from "../../observability/metrics.js";
 import { MetricNames } from "../../observability/metrics.js";
 import type { Sink, SinkContext } from "../../sink/sink.js";
-import type { Counter } from "../../observability/metrics.js";
-import { type OperatorEnvironment, type OperatorSnapshot, type RecordBatch, StreamOperator } from "./stream-operator.js";
+import {
+  type OperatorEnvironment,
+  type OperatorSnapshot,
+  type RecordBatch,
+  StreamOperator,
+} from "./stream-operator.js";
 import { UserFunctionState } from "./user-function-state.js";
 
 /** Hands records to a {@link Sink} and drives its checkpoint callbacks. */
@@ -22,7 +27,10 @@ export class SinkOperator extends StreamOperator {
     super(uid);
   }
 
-  override async initialize(environment: OperatorEnvironment, restored: OperatorSnapshot | undefined): Promise<void> {
+  override async initialize(
+    environment: OperatorEnvironment,
+    restored: OperatorSnapshot | undefined,
+  ): Promise<void> {
     this.state = new UserFunctionState(this.sink, environment, this.uid);
     this.recordsOut = environment.metrics.counter(MetricNames.recordsOut, "Records written by sinks");
     this.labels = { job: environment.jobId, subtask: String(environment.subtaskIndex), operator: this.uid };

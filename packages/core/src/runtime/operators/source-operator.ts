@@ -1,8 +1,6 @@
-import { MetricNames, type Counter } from "../../observability/metrics.js";
-import { defaultSerializerFor, type TypeSerializer } from "../../state/serializer.js";
+import { type Counter, MetricNames } from "../../observability/metrics.js";
 import type { Source, SourceReader, SourceSplit } from "../../source/source.js";
-import { type OperatorEnvironment, type OperatorSnapshot, type RecordBatch, StreamOperator } from "./stream-operator.js";
-import { assignSplit } from "../split-assignment.js";
+import { defaultSerializerFor, type TypeSerializer } from "../../state/serializer.js";
 import {
   CombinedWatermark,
   type ResolvedWatermarkStrategy,
@@ -10,6 +8,13 @@ import {
   WatermarkGenerator,
   type WatermarkStrategy,
 } from "../../time/watermark-strategy.js";
+import { assignSplit } from "../split-assignment.js";
+import {
+  type OperatorEnvironment,
+  type OperatorSnapshot,
+  type RecordBatch,
+  StreamOperator,
+} from "./stream-operator.js";
 
 /** Separates a source's uid from its split ids in split keys (`orders/orders-3`). */
 export const SPLIT_KEY_SEPARATOR = "/";
@@ -50,14 +55,18 @@ export class SourceOperator extends StreamOperator {
   }
 
   /** Split ids this operator has restored, for discovery to skip. */
-  override async initialize(environment: OperatorEnvironment, restored: OperatorSnapshot | undefined): Promise<void> {
+  override async initialize(
+    environment: OperatorEnvironment,
+    restored: OperatorSnapshot | undefined,
+  ): Promise<void> {
     this.environment = environment;
     this.recordsIn = environment.metrics.counter(MetricNames.recordsIn, "Records read by sources");
     this.labels = { job: environment.jobId, subtask: String(environment.subtaskIndex), operator: this.uid };
     for (const entry of restored?.splits ?? []) {
       const split = this.serializer.deserialize(entry.bytes);
       this.restoredSplits.push(split);
-      if (entry.maxTimestamp !== undefined) this.generatorOf(split.splitId, Date.now()).onEvent(entry.maxTimestamp);
+      if (entry.maxTimestamp !== undefined)
+        this.generatorOf(split.splitId, Date.now()).onEvent(entry.maxTimestamp);
     }
     for (const splitId of restoredSplitIdsOf(restored)) this.knownSplitIds.add(splitId);
     this.reader = await this.source.createReader({
@@ -74,7 +83,7 @@ export class SourceOperator extends StreamOperator {
     const discovered = await this.discoverSplits();
     const splits = [...this.restoredSplits, ...this.ownNewSplits(discovered)];
     this.restoredSplits = [];
-    for (const split of splits) this.knownSplitIds.add(split.splitId);
+    this.trackSplits(splits);
     await this.reader!.addSplits(splits);
     await this.reader!.start?.();
     const interval = this.source.splitDiscoveryIntervalMs;
@@ -157,7 +166,8 @@ export class SourceOperator extends StreamOperator {
     const { subtaskIndex, parallelism } = this.environment!;
     return splits.filter(
       (split) =>
-        !this.knownSplitIds.has(split.splitId) && assignSplit(this.source, split, parallelism) === subtaskIndex,
+        !this.knownSplitIds.has(split.splitId) &&
+        assignSplit(this.source, split, parallelism) === subtaskIndex,
     );
   }
 
@@ -167,8 +177,11 @@ export class SourceOperator extends StreamOperator {
       const added = this.ownNewSplits(this.discovered);
       this.discovered = undefined;
       if (added.length > 0) {
-        for (const split of added) this.knownSplitIds.add(split.splitId);
-        this.environment!.logger.info({ splits: added.map((split) => split.splitId) }, "new splits discovered");
+        this.trackSplits(added);
+        this.environment!.logger.info(
+          { splits: added.map((split) => split.splitId) },
+          "new splits discovered",
+        );
         await this.reader!.addSplits(added);
       }
     }
@@ -179,7 +192,10 @@ export class SourceOperator extends StreamOperator {
         this.discovered = splits;
       })
       .catch((error: unknown) => {
-        this.environment!.logger.warn({ error: String(error) }, "split discovery failed; retrying at the next interval");
+        this.environment!.logger.warn(
+          { error: String(error) },
+          "split discovery failed; retrying at the next interval",
+        );
       })
       .finally(() => {
         this.discovery = undefined;
@@ -198,6 +214,16 @@ export class SourceOperator extends StreamOperator {
       timestamps[index] = assigner(records[index], sourceTimestamps?.[index]);
     }
     return timestamps;
+  }
+
+  // Every assigned split holds the watermark back from the start, even before its first record:
+  // otherwise a fast split would push the watermark past records a slow split has yet to emit.
+  private trackSplits(splits: readonly SourceSplit[]): void {
+    const now = Date.now();
+    for (const split of splits) {
+      this.knownSplitIds.add(split.splitId);
+      if (this.watermarks) this.generatorOf(split.splitId, now);
+    }
   }
 
   private generatorOf(splitId: string, now: number): WatermarkGenerator {
@@ -233,5 +259,7 @@ export class SourceOperator extends StreamOperator {
 }
 
 function restoredSplitIdsOf(restored: OperatorSnapshot | undefined): string[] {
-  return (restored?.splits ?? []).map((entry) => entry.splitKey.slice(entry.splitKey.indexOf(SPLIT_KEY_SEPARATOR) + 1));
+  return (restored?.splits ?? []).map((entry) =>
+    entry.splitKey.slice(entry.splitKey.indexOf(SPLIT_KEY_SEPARATOR) + 1),
+  );
 }

@@ -74,9 +74,15 @@ export abstract class StreamOperator {
 
   abstract processBatch(batch: RecordBatch): void | Promise<void>;
 
-  initialize(_environment: OperatorEnvironment, _restored: OperatorSnapshot | undefined): void | Promise<void> {}
+  initialize(
+    _environment: OperatorEnvironment,
+    _restored: OperatorSnapshot | undefined,
+  ): void | Promise<void> {}
   open(): void | Promise<void> {}
-  snapshot(_checkpointId: number, _timestamp: number): OperatorSnapshot | undefined | Promise<OperatorSnapshot | undefined> {
+  snapshot(
+    _checkpointId: number,
+    _timestamp: number,
+  ): OperatorSnapshot | undefined | Promise<OperatorSnapshot | undefined> {
     return undefined;
   }
   notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}

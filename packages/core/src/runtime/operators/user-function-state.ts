@@ -49,17 +49,22 @@ export class UserFunctionState {
     await this.userFunction.initializeState(context);
   }
 
-  async snapshot(checkpointId: number, checkpointTimestamp: number): Promise<OperatorStateSnapshot | undefined> {
+  async snapshot(
+    checkpointId: number,
+    checkpointTimestamp: number,
+  ): Promise<OperatorStateSnapshot | undefined> {
     if (!isCheckpointedFunction(this.userFunction) || !this.store) return undefined;
     await this.userFunction.snapshotState({ checkpointId, checkpointTimestamp });
     return this.store.snapshot();
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (isCheckpointListener(this.userFunction)) await this.userFunction.notifyCheckpointComplete(checkpointId);
+    if (isCheckpointListener(this.userFunction))
+      await this.userFunction.notifyCheckpointComplete(checkpointId);
   }
 
   async notifyCheckpointAborted(checkpointId: number): Promise<void> {
-    if (isCheckpointListener(this.userFunction)) await this.userFunction.notifyCheckpointAborted?.(checkpointId);
+    if (isCheckpointListener(this.userFunction))
+      await this.userFunction.notifyCheckpointAborted?.(checkpointId);
   }
 }

@@ -6,7 +6,14 @@ import {
   type TwoPhaseCommitSinkOptions,
 } from "../two-phase-commit-sink.js";
 
-/** The handle of a {@link RecordingSink} transaction: plain data, so it survives a checkpoint. */
+/**
+ * The handle of a {@link RecordingSink} transaction: plain data, so it survives a checkpoint.
+ *
+ * @example
+ * ```ts
+ * const transaction: RecordedTransaction = { id: "t1", values: ["a"] };
+ * ```
+ */
 export interface RecordedTransaction {
   readonly id: string;
   readonly values: string[];

@@ -1,0 +1,19 @@
+export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
+export { Deserializers } from "./source/deserializer.js";
+export type { KafkaPartitionSplit } from "./source/kafka-partition-split.js";
+export type { KafkaRecord } from "./source/kafka-record.js";
+export { KafkaSource } from "./source/kafka-source.js";
+export type {
+  DeserializationErrorPolicy,
+  KafkaSourceOptions,
+  OffsetResetStrategy,
+  PartitionOffset,
+  StartingOffsets,
+  StoppingOffsets,
+} from "./source/kafka-source-options.js";
+export { KafkaSourceReader } from "./source/kafka-source-reader.js";
+export type { KafkaTransaction } from "./sink/kafka-sink.js";
+export { KafkaSink } from "./sink/kafka-sink.js";
+export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type { Serializer } from "./sink/serializer.js";
+export { Serializers } from "./sink/serializer.js";

@@ -1,0 +1,39 @@
+import { ConfigurationError } from "@onceflow/core";
+import { Kafka, logLevel } from "kafkajs";
+
+/** The connection options shared by the source and the sink. */
+export interface ClientOptions {
+  readonly brokers?: readonly string[];
+  readonly kafka?: Kafka;
+  readonly clientId?: string;
+}
+
+/** Checks that exactly one of `brokers` and `kafka` is given. */
+export function validateClientOptions(options: ClientOptions): void {
+  if (options.kafka !== undefined && options.brokers !== undefined) {
+    throw new ConfigurationError("brokers", "give either `brokers` or a kafkajs `kafka` client, not both");
+  }
+  if (options.kafka === undefined && (options.brokers === undefined || options.brokers.length === 0)) {
+    throw new ConfigurationError(
+      "brokers",
+      'no Kafka to connect to: set `brokers` (for example ["localhost:9092"]) or pass a kafkajs `kafka` client',
+    );
+  }
+}
+
+/** The user's client, or one made from `brokers` that logs nothing (onceflow never logs unasked). */
+export function kafkaClientOf(options: ClientOptions): Kafka {
+  if (options.kafka !== undefined) return options.kafka;
+  return new Kafka({
+    brokers: [...(options.brokers ?? [])],
+    clientId: options.clientId ?? "onceflow",
+    logLevel: logLevel.NOTHING,
+  });
+}
+
+/** Rejects a non-positive or non-integer number setting. */
+export function requirePositiveInteger(setting: string, value: number | undefined): void {
+  if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
+    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
+  }
+}

@@ -1,0 +1,377 @@
+/**
+ * Every use of kafkajs internals lives in this module, and every cast to them is made here.
+ *
+ * kafkajs 2.2.4 (pinned exactly, unmaintained) hides what an exactly-once connector needs:
+ * - its cluster and broker objects (raw Fetch, EndTxn, InitProducerId, OffsetCommit),
+ * - the transaction manager (`src/producer/eosManager`), whose producer id and epoch the public
+ *   producer never shows.
+ * If a kafkajs upgrade breaks one of these, this file is the only place to fix.
+ */
+import { createRequire } from "node:module";
+import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+
+const requireKafkajs = createRequire(import.meta.url);
+
+/** A raw record as kafkajs decodes it from a record batch. */
+interface DecodedMessage {
+  offset: string;
+  timestamp: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | Buffer[] | undefined>;
+  isControlRecord: boolean;
+  batchContext: { firstOffset: string; lastOffsetDelta: number; producerId: string; inTransaction: boolean };
+}
+
+interface FetchPartitionResponse {
+  partition: number;
+  highWatermark: string;
+  lastStableOffset?: string;
+  abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
+  messages: DecodedMessage[];
+}
+
+interface InternalBroker {
+  fetch(request: {
+    replicaId: number;
+    isolationLevel: number;
+    maxWaitTime: number;
+    minBytes: number;
+    maxBytes: number;
+    topics: Array<{ topic: string; partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }> }>;
+  }): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }> }>;
+  endTxn(request: {
+    transactionalId: string;
+    producerId: string;
+    producerEpoch: number;
+    transactionResult: boolean;
+  }): Promise<unknown>;
+  offsetCommit(request: {
+    groupId: string;
+    groupGenerationId: number;
+    memberId: string;
+    topics: Array<{ topic: string; partitions: Array<{ partition: number; offset: string }> }>;
+  }): Promise<{ responses: Array<{ partitions: Array<{ errorCode: number }> }> }>;
+}
+
+interface InternalCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  addMultipleTargetTopics(topics: string[]): Promise<void>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(query: { nodeId: string | number }): Promise<InternalBroker>;
+  findGroupCoordinator(query: { groupId: string; coordinatorType: number }): Promise<InternalBroker>;
+  retry: Record<string, unknown>;
+}
+
+interface InternalLogger {
+  namespace(name: string): unknown;
+}
+
+interface EosManager {
+  initProducerId(): Promise<void>;
+  beginTransaction(): void;
+  getProducerId(): string;
+  getProducerEpoch(): number;
+}
+
+type CreateEosManager = (options: {
+  logger: unknown;
+  cluster: InternalCluster;
+  transactionTimeout: number;
+  transactional: boolean;
+  transactionalId: string;
+}) => EosManager;
+
+type CreateMessageProducer = (options: {
+  logger: unknown;
+  cluster: InternalCluster;
+  partitioner: unknown;
+  eosManager: EosManager;
+  idempotent: boolean;
+  retrier: unknown;
+  getConnectionStatus: () => string;
+}) => {
+  sendBatch(request: { acks: number; topicMessages: Array<{ topic: string; messages: Message[] }> }): Promise<unknown>;
+};
+
+type FilterAbortedMessages = (input: {
+  messages: DecodedMessage[];
+  abortedTransactions: Array<{ producerId: string; firstOffset: string }> | undefined;
+}) => DecodedMessage[];
+
+// The one place where kafkajs internals are loaded and typed.
+const createEosManager = requireKafkajs("kafkajs/src/producer/eosManager") as CreateEosManager;
+const createMessageProducer = requireKafkajs("kafkajs/src/producer/messageProducer") as CreateMessageProducer;
+const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<string, unknown>) => unknown;
+const filterAbortedMessages = requireKafkajs("kafkajs/src/consumer/filterAbortedMessages") as FilterAbortedMessages;
+
+const TRANSACTION_COORDINATOR = 1;
+const GROUP_COORDINATOR = 0;
+const READ_COMMITTED = 1;
+const READ_UNCOMMITTED = 0;
+
+function privateMember<T>(kafka: Kafka, description: string): T {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === description);
+  if (symbol === undefined) {
+    throw new Error(
+      `kafkajs internals changed: the Kafka client has no '${description}'. @onceflow/connector-kafka needs kafkajs 2.2.4 exactly.`,
+    );
+  }
+  return (kafka as unknown as Record<symbol, T>)[symbol] as T;
+}
+
+/**
+ * A connection to the cluster below the public kafkajs API: raw requests to brokers and
+ * coordinators, with the client's own configuration (brokers, TLS, SASL, retry).
+ */
+export class KafkaConnection {
+  private readonly cluster: InternalCluster;
+  private readonly logger: InternalLogger;
+
+  constructor(kafka: Kafka, options: { readCommitted?: boolean } = {}) {
+    const createCluster = privateMember<(options: Record<string, unknown>) => InternalCluster>(
+      kafka,
+      "private:Kafka:createCluster",
+    );
+    this.cluster = createCluster({
+      allowAutoTopicCreation: false,
+      isolationLevel: options.readCommitted === false ? READ_UNCOMMITTED : READ_COMMITTED,
+    });
+    this.logger = privateMember<InternalLogger>(kafka, "private:Kafka:logger");
+  }
+
+  async connect(): Promise<void> {
+    await this.cluster.connect();
+  }
+
+  async disconnect(): Promise<void> {
+    await this.cluster.disconnect();
+  }
+
+  /** Loads metadata for `topics` and groups `partitions` of `topic` by their leader's node id. */
+  async leaders(topics: string[], refresh: boolean): Promise<(topic: string, partitions: number[]) => Map<number, number[]>> {
+    if (refresh) await this.cluster.refreshMetadata();
+    await this.cluster.addMultipleTargetTopics(topics);
+    return (topic, partitions) => {
+      const byLeader = this.cluster.findLeaderForPartitions(topic, partitions);
+      return new Map(Object.entries(byLeader).map(([nodeId, ps]) => [Number(nodeId), ps]));
+    };
+  }
+
+  /**
+   * One Fetch request to one broker. Returns per partition the visible records (aborted ones and
+   * control records removed, as kafkajs' consumer does) and the offset to fetch next, which also
+   * moves past batches made only of control or aborted records.
+   */
+  async fetch(
+    nodeId: number,
+    request: {
+      readCommitted: boolean;
+      maxWaitTime: number;
+      maxBytes: number;
+      maxBytesPerPartition: number;
+      partitions: Array<{ topic: string; partition: number; fetchOffset: bigint }>;
+    },
+  ): Promise<FetchedPartition[]> {
+    const broker = await this.cluster.findBroker({ nodeId });
+    const topics = new Map<string, Array<{ partition: number; fetchOffset: string; maxBytes: number }>>();
+    const requested = new Map<string, bigint>();
+    for (const p of request.partitions) {
+      const list = topics.get(p.topic) ?? [];
+      list.push({ partition: p.partition, fetchOffset: p.fetchOffset.toString(), maxBytes: request.maxBytesPerPartition });
+      topics.set(p.topic, list);
+      requested.set(`${p.topic}\u0000${p.partition}`, p.fetchOffset);
+    }
+    const { responses } = await broker.fetch({
+      replicaId: -1,
+      isolationLevel: request.readCommitted ? READ_COMMITTED : READ_UNCOMMITTED,
+      maxWaitTime: request.maxWaitTime,
+      minBytes: 1,
+      maxBytes: request.maxBytes,
+      topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+    });
+    const result: FetchedPartition[] = [];
+    for (const { topicName, partitions } of responses) {
+      for (const data of partitions) {
+        const fetchOffset = requested.get(`${topicName}\u0000${data.partition}`);
+        if (fetchOffset === undefined) continue;
+        let nextOffset = fetchOffset;
+        const within: DecodedMessage[] = [];
+        for (const message of data.messages) {
+          const batchEnd =
+            BigInt(message.batchContext.firstOffset) + BigInt(message.batchContext.lastOffsetDelta) + 1n;
+          if (batchEnd > nextOffset) nextOffset = batchEnd;
+          if (BigInt(message.offset) >= fetchOffset) within.push(message);
+        }
+        const visible = filterAbortedMessages({ messages: within, abortedTransactions: data.abortedTransactions })
+          .filter((m) => !m.isControlRecord)
+          .map(
+            (m): RawRecord => ({
+              offset: BigInt(m.offset),
+              timestamp: Number(m.timestamp),
+              key: m.key,
+              value: m.value,
+              headers: m.headers,
+            }),
+          );
+        result.push({
+          topic: topicName,
+          partition: data.partition,
+          records: visible,
+          nextOffset,
+          highWatermark: BigInt(data.highWatermark),
+          lastStableOffset: data.lastStableOffset === undefined ? undefined : BigInt(data.lastStableOffset),
+        });
+      }
+    }
+    return result;
+  }
+
+  /**
+   * Commits offsets to a consumer group as a client outside the group (generation -1), as Flink's
+   * KafkaSource does: the group needs no members, so no rebalance is ever involved.
+   */
+  async commitGroupOffsets(
+    groupId: string,
+    offsets: Array<{ topic: string; partition: number; offset: bigint }>,
+  ): Promise<void> {
+    if (offsets.length === 0) return;
+    const coordinator = await this.cluster.findGroupCoordinator({ groupId, coordinatorType: GROUP_COORDINATOR });
+    const topics = new Map<string, Array<{ partition: number; offset: string }>>();
+    for (const o of offsets) {
+      const list = topics.get(o.topic) ?? [];
+      list.push({ partition: o.partition, offset: o.offset.toString() });
+      topics.set(o.topic, list);
+    }
+    await coordinator.offsetCommit({
+      groupId,
+      groupGenerationId: -1,
+      memberId: "",
+      topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+    });
+  }
+
+  /**
+   * Starts a transaction on `transactionalId`: InitProducerId (which aborts whatever was open on the
+   * id and bumps its epoch), then a producer bound to that producer id and epoch.
+   */
+  async beginTransaction(options: {
+    transactionalId: string;
+    transactionTimeout: number;
+    partitioner: ICustomPartitioner;
+  }): Promise<OpenTransaction> {
+    const logger = this.logger.namespace("OnceflowKafkaSink");
+    const eosManager = createEosManager({
+      logger,
+      cluster: this.cluster,
+      transactionTimeout: options.transactionTimeout,
+      transactional: true,
+      transactionalId: options.transactionalId,
+    });
+    await eosManager.initProducerId();
+    eosManager.beginTransaction();
+    const producer = createMessageProducer({
+      logger,
+      cluster: this.cluster,
+      partitioner: options.partitioner(),
+      eosManager,
+      idempotent: true,
+      retrier: createRetry({ ...this.cluster.retry }),
+      getConnectionStatus: () => "connected",
+    });
+    return {
+      transactionalId: options.transactionalId,
+      producerId: eosManager.getProducerId(),
+      producerEpoch: eosManager.getProducerEpoch(),
+      send: async (topicMessages) => {
+        await producer.sendBatch({ acks: -1, topicMessages });
+      },
+    };
+  }
+
+  /**
+   * Fences `transactionalId`: InitProducerId aborts the transaction left open on it (a crashed or
+   * frozen writer's) and bumps the epoch, so the old writer can neither write nor commit.
+   */
+  async fence(transactionalId: string, transactionTimeout: number): Promise<void> {
+    const eosManager = createEosManager({
+      logger: this.logger.namespace("OnceflowKafkaSink"),
+      cluster: this.cluster,
+      transactionTimeout,
+      transactional: true,
+      transactionalId,
+    });
+    await eosManager.initProducerId();
+  }
+
+  /**
+   * EndTxn with an explicit transactional id, producer id and epoch: the only way to commit a
+   * transaction that another (killed) process pre-committed. The coordinator accepts it from any
+   * connection and answers NONE when the transaction is already committed.
+   */
+  async endTransaction(
+    handle: { transactionalId: string; producerId: string; producerEpoch: number },
+    commit: boolean,
+  ): Promise<void> {
+    const coordinator = await this.cluster.findGroupCoordinator({
+      groupId: handle.transactionalId,
+      coordinatorType: TRANSACTION_COORDINATOR,
+    });
+    await coordinator.endTxn({
+      transactionalId: handle.transactionalId,
+      producerId: handle.producerId,
+      producerEpoch: handle.producerEpoch,
+      transactionResult: commit,
+    });
+  }
+}
+
+/** A record as read from a partition, before deserialization. */
+export interface RawRecord {
+  offset: bigint;
+  timestamp: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | Buffer[] | undefined>;
+}
+
+/** What one partition returned in a Fetch. */
+export interface FetchedPartition {
+  topic: string;
+  partition: number;
+  records: RawRecord[];
+  /** The offset to fetch next; past every batch seen, including control-only ones. */
+  nextOffset: bigint;
+  highWatermark: bigint;
+  lastStableOffset: bigint | undefined;
+}
+
+/** A transaction started by {@link KafkaConnection.beginTransaction}. */
+export interface OpenTransaction {
+  readonly transactionalId: string;
+  readonly producerId: string;
+  readonly producerEpoch: number;
+  send(topicMessages: Array<{ topic: string; messages: Message[] }>): Promise<void>;
+}
+
+/** The protocol error name kafkajs gives a broker error (`INVALID_PRODUCER_EPOCH` …), if any. */
+export function kafkaErrorType(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const candidate = current as { type?: unknown; originalError?: unknown; cause?: unknown };
+    if (typeof candidate.type === "string") return candidate.type;
+    current = candidate.originalError ?? candidate.cause;
+  }
+  return undefined;
+}
+
+/** Whether an error is an out-of-range fetch, and for which partition. */
+export function offsetOutOfRange(error: unknown): { topic: string; partition: number } | undefined {
+  const candidate = error as { name?: unknown; topic?: unknown; partition?: unknown };
+  if (candidate?.name === "KafkaJSOffsetOutOfRange" && typeof candidate.topic === "string") {
+    return { topic: candidate.topic, partition: Number(candidate.partition) };
+  }
+  return undefined;
+}

@@ -1,0 +1,88 @@
+import type { CommitRetryOptions } from "@onceflow/core";
+import type { Kafka } from "kafkajs";
+import type { Serializer } from "./serializer.js";
+
+/**
+ * What a {@link KafkaSink} promises — Flink's `DeliveryGuarantee`.
+ *
+ * - `"none"`: records are sent without waiting; a crash may lose or repeat some.
+ * - `"at-least-once"`: every send is acknowledged before a checkpoint completes; a restore may repeat records.
+ * - `"exactly-once"`: Kafka transactions tied to checkpoints; `read_committed` consumers see each record once.
+ *
+ * @example
+ * ```ts
+ * const guarantee: DeliveryGuarantee = "exactly-once";
+ * ```
+ */
+export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
+
+/**
+ * What a custom partitioner is given.
+ *
+ * @example
+ * ```ts
+ * const byRegion = ({ partitionCount, value }: PartitionerInput) => (value?.[0] ?? 0) % partitionCount;
+ * ```
+ */
+export interface PartitionerInput {
+  readonly topic: string;
+  readonly partitionCount: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+}
+
+/**
+ * The options of a {@link KafkaSink}.
+ *
+ * @example
+ * ```ts
+ * const options: KafkaSinkOptions<Order> = {
+ *   brokers: ["localhost:9092"], topic: "orders-out", key: { serialize: (o) => o.id },
+ *   deliveryGuarantee: "exactly-once", transactionalIdPrefix: "orders-job-out",
+ * };
+ * ```
+ */
+export interface KafkaSinkOptions<IN> {
+  /** Bootstrap brokers. Give either `brokers` or `kafka`. */
+  readonly brokers?: readonly string[];
+  /** A kafkajs client of your own (TLS, SASL, retry settings are taken from it). */
+  readonly kafka?: Kafka;
+  /** Client id sent to the brokers when `brokers` is used (default `onceflow`). */
+  readonly clientId?: string;
+  /** The topic to write to, or a function choosing it per record (Flink's `setTopicSelector`). */
+  readonly topic: string | ((value: IN) => string);
+  /** Key serializer (default: no key). */
+  readonly key?: Serializer<IN>;
+  /** Value serializer (default: strings and Buffers as they are, anything else as JSON). */
+  readonly value?: Serializer<IN>;
+  /** Headers per record. */
+  readonly headers?: (value: IN) => Record<string, string | Buffer>;
+  /** The record timestamp (default: the time of sending, Kafka's CreateTime). */
+  readonly timestamp?: (value: IN) => number;
+  /** Chooses a partition (default: murmur2 of the key as the Java client does, round-robin without key). */
+  readonly partitioner?: (input: PartitionerInput) => number;
+  /** Default `"at-least-once"` (Flink's default is `NONE`). */
+  readonly deliveryGuarantee?: DeliveryGuarantee;
+  /**
+   * Required for exactly-once: the prefix of this sink's transactional ids (`prefix-subtask-slot`).
+   * Must be unique per sink and job across the cluster, and stable across restarts.
+   */
+  readonly transactionalIdPrefix?: string;
+  /** Transactional ids per subtask (default 5): enough for the checkpoints a restore may still need. */
+  readonly transactionalIdPoolSize?: number;
+  /**
+   * Kafka's `transaction.timeout.ms` for the sink's transactions (default 900000 = 15 min). Must
+   * not exceed the brokers' `transaction.max.timeout.ms` and must exceed the checkpoint interval
+   * plus the longest expected downtime: a transaction older than this is aborted by the broker and
+   * its data is lost (reported as `TRANSACTION_TIMED_OUT`).
+   */
+  readonly transactionTimeout?: number;
+  /** The job's checkpoint interval, when the runtime does not tell it: `transactionTimeout` is checked against it. */
+  readonly checkpointInterval?: number;
+  /** Log and skip data lost to a transaction timeout instead of failing (default false). */
+  readonly ignoreFailuresAfterTransactionTimeout?: boolean;
+  /** Commit retries with backoff (default 10 attempts, 200 ms doubling to 10 s). */
+  readonly commitRetry?: CommitRetryOptions;
+  /** Shown in logs and errors (default `KafkaSink`). */
+  readonly name?: string;
+}

@@ -1,0 +1,566 @@
+import {
+  type Counter,
+  DeserializationError,
+  type Logger,
+  MetricNames,
+  type SourceBatch,
+  type SourceReader,
+  type SourceReaderContext,
+} from "@onceflow/core";
+import type { Admin, Kafka, Producer } from "kafkajs";
+import { type FetchedPartition, KafkaConnection, offsetOutOfRange, type RawRecord } from "../internal/kafkajs/internals.js";
+import type { DeserializationContext, Deserializer } from "./deserializer.js";
+import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
+import type { KafkaRecord } from "./kafka-record.js";
+import type {
+  DeserializationErrorPolicy,
+  OffsetResetStrategy,
+  StartingOffsets,
+  StoppingOffsets,
+} from "./kafka-source-options.js";
+import { OffsetsResolver, offsetKey } from "./offsets-resolver.js";
+
+/** The resolved settings a reader runs with (defaults filled in by `KafkaSource`). */
+export interface KafkaSourceReaderConfig<K, V, H> {
+  readonly kafka: Kafka;
+  readonly groupId: string | undefined;
+  readonly startingOffsets: StartingOffsets;
+  readonly stoppingOffsets: StoppingOffsets | undefined;
+  readonly key: Deserializer<K>;
+  readonly value: Deserializer<V>;
+  readonly headers: Deserializer<H>;
+  readonly onDeserializationError: DeserializationErrorPolicy;
+  readonly commitOffsetsOnCheckpoint: boolean;
+  readonly autoCommit: boolean;
+  readonly autoCommitIntervalMs: number;
+  readonly readCommitted: boolean;
+  readonly maxPrefetchBytes: number;
+  readonly maxBatchSize: number;
+  readonly fetchMaxWaitMs: number;
+  readonly maxBytesPerPartition: number;
+}
+
+interface Chunk {
+  readonly records: RawRecord[];
+  index: number;
+  /** The position after this chunk, past control and aborted batches too. */
+  readonly nextOffset: bigint;
+  readonly bytes: number;
+}
+
+interface PartitionState {
+  readonly split: KafkaPartitionSplit;
+  readonly topic: string;
+  readonly partition: number;
+  /** The next offset to hand out: the position a checkpoint records. */
+  nextOffset: bigint;
+  /** The next offset to fetch (ahead of `nextOffset` by what is buffered). */
+  fetchOffset: bigint;
+  readonly stoppingOffset: bigint | undefined;
+  readonly chunks: Chunk[];
+  inFlight: boolean;
+}
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5000;
+
+/**
+ * Reads the partitions assigned to one subtask with Fetch requests of its own — no consumer group
+ * membership, so no rebalance can move a partition or replay records behind the checkpoint's back.
+ * One fetch at a time per leader broker; fetched records wait in a buffer bounded by
+ * `maxPrefetchBytes` (the backpressure) until `pollNext` hands them out, and only then does the
+ * position that `snapshotState` returns move.
+ */
+export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V, H>, KafkaPartitionSplit> {
+  private readonly partitions = new Map<string, PartitionState>();
+  private readonly connection: KafkaConnection;
+  private readonly admin: Admin;
+  private readonly resolver: OffsetsResolver;
+  private readonly logger: Logger;
+  private readonly skipped: Counter;
+  private readonly deadLettered: Counter;
+  private readonly labels: Record<string, string>;
+  private deadLetterProducer: Producer | undefined;
+  private connected: Promise<void> | undefined;
+  private loop: Promise<void> | undefined;
+  private closed = false;
+  private failure: unknown;
+  private restored = false;
+  private bufferedBytes = 0;
+  private roundRobin = 0;
+  private wakeLoop: (() => void) | undefined;
+  private wakeReaders: (() => void) | undefined;
+  private readonly inFlightLeaders = new Set<number>();
+  private readonly pendingCommits = new Map<number, Array<{ topic: string; partition: number; offset: bigint }>>();
+  private checkpointingSeen = false;
+  private autoCommitTimer: NodeJS.Timeout | undefined;
+  private lastAutoCommitted = "";
+
+  constructor(
+    private readonly config: KafkaSourceReaderConfig<K, V, H>,
+    context: SourceReaderContext,
+  ) {
+    this.connection = new KafkaConnection(config.kafka, { readCommitted: config.readCommitted });
+    this.admin = config.kafka.admin();
+    this.resolver = new OffsetsResolver(this.admin, config.groupId);
+    this.logger = context.logger.child({ source: "kafka", subtask: context.subtaskIndex });
+    this.labels = { job: context.jobId, operator: context.operatorUid, subtask: String(context.subtaskIndex) };
+    this.skipped = context.metrics.counter(MetricNames.recordsSkipped, "Records skipped by a source");
+    this.deadLettered = context.metrics.counter(
+      MetricNames.recordsDeadLettered,
+      "Records written to a dead-letter topic",
+    );
+  }
+
+  private ensureConnected(): Promise<void> {
+    this.connected ??= (async () => {
+      await Promise.all([this.connection.connect(), this.admin.connect()]);
+      this.loop = this.fetchLoop();
+      if (this.config.autoCommit && this.config.groupId !== undefined) {
+        this.autoCommitTimer = setInterval(() => void this.autoCommitNow(), this.config.autoCommitIntervalMs);
+        this.autoCommitTimer.unref();
+      }
+    })();
+    return this.connected;
+  }
+
+  async start(): Promise<void> {
+    await this.ensureConnected();
+  }
+
+  async addSplits(splits: KafkaPartitionSplit[]): Promise<void> {
+    await this.ensureConnected();
+    const fresh = splits.filter((s) => !this.partitions.has(s.splitId));
+    if (fresh.some((s) => s.nextOffset !== undefined)) this.restored = true;
+    // A reader that restored a checkpoint treats partitions it has no position for as new ones.
+    const initial = fresh.filter((s) => s.nextOffset === undefined && s.pendingStart !== "earliest" && !this.restored);
+    const earliest = fresh.filter((s) => s.nextOffset === undefined && !initial.includes(s));
+    const starts = new Map([
+      ...(await this.resolver.start(initial, this.config.startingOffsets)),
+      ...(await this.resolver.reset(earliest, "earliest")),
+    ]);
+    const stopping = this.config.stoppingOffsets;
+    const needStop = stopping === undefined ? [] : fresh.filter((s) => s.stoppingOffset === undefined);
+    const stops = stopping === undefined ? new Map<string, bigint>() : await this.resolver.stop(needStop, stopping);
+    for (const split of fresh) {
+      const key = offsetKey(split.topic, split.partition);
+      const start = split.nextOffset !== undefined ? BigInt(split.nextOffset) : starts.get(key);
+      if (start === undefined) {
+        throw new Error(`no start offset found for ${split.topic} partition ${split.partition}`);
+      }
+      const stop = split.stoppingOffset !== undefined ? BigInt(split.stoppingOffset) : stops.get(key);
+      this.partitions.set(split.splitId, {
+        split,
+        topic: split.topic,
+        partition: split.partition,
+        nextOffset: start,
+        fetchOffset: start,
+        stoppingOffset: stop,
+        chunks: [],
+        inFlight: false,
+      });
+      this.logger.debug(
+        { topic: split.topic, partition: split.partition, offset: String(start), stop: stop?.toString() },
+        "kafka partition assigned",
+      );
+    }
+    this.wake();
+  }
+
+  async pollNext(): Promise<SourceBatch<KafkaRecord<K, V, H>> | undefined> {
+    if (this.failure !== undefined) throw this.failure;
+    const states = [...this.partitions.values()];
+    for (let tried = 0; tried < states.length; tried++) {
+      const state = states[(this.roundRobin + tried) % states.length];
+      if (state === undefined || state.chunks.length === 0) continue;
+      const batch = await this.take(state);
+      if (batch !== undefined) {
+        this.roundRobin = (this.roundRobin + tried + 1) % states.length;
+        return batch;
+      }
+    }
+    return undefined;
+  }
+
+  /** Hands out up to `maxBatchSize` records of one partition and moves its position past them. */
+  private async take(state: PartitionState): Promise<SourceBatch<KafkaRecord<K, V, H>> | undefined> {
+    const records: KafkaRecord<K, V, H>[] = [];
+    const timestamps: number[] = [];
+    let freed = 0;
+    while (records.length < this.config.maxBatchSize) {
+      const chunk = state.chunks[0];
+      if (chunk === undefined) break;
+      while (chunk.index < chunk.records.length && records.length < this.config.maxBatchSize) {
+        const raw = chunk.records[chunk.index] as RawRecord;
+        if (state.stoppingOffset !== undefined && raw.offset >= state.stoppingOffset) {
+          chunk.index = chunk.records.length;
+          break;
+        }
+        chunk.index++;
+        const record = await this.deserialize(state, raw);
+        state.nextOffset = raw.offset + 1n;
+        if (record === undefined) continue;
+        records.push(record);
+        timestamps.push(raw.timestamp);
+      }
+      if (chunk.index < chunk.records.length) break;
+      state.chunks.shift();
+      freed += chunk.bytes;
+      if (chunk.nextOffset > state.nextOffset) state.nextOffset = chunk.nextOffset;
+    }
+    if (state.stoppingOffset !== undefined && state.nextOffset >= state.stoppingOffset) {
+      state.nextOffset = state.stoppingOffset;
+      for (const chunk of state.chunks.splice(0)) freed += chunk.bytes;
+    }
+    if (freed > 0) {
+      this.bufferedBytes -= freed;
+      this.wake();
+    }
+    if (records.length === 0) return undefined;
+    return { splitId: state.split.splitId, records, timestamps };
+  }
+
+  private async deserialize(state: PartitionState, raw: RawRecord): Promise<KafkaRecord<K, V, H> | undefined> {
+    const context: DeserializationContext = {
+      topic: state.topic,
+      partition: state.partition,
+      offset: raw.offset.toString(),
+    };
+    try {
+      const headers: Record<string, H | H[]> = {};
+      for (const [name, value] of Object.entries(raw.headers)) {
+        if (value === undefined) continue;
+        headers[name] = Array.isArray(value)
+          ? value.map((v) => this.config.headers.deserialize(v, context))
+          : this.config.headers.deserialize(value, context);
+      }
+      return {
+        topic: state.topic,
+        partition: state.partition,
+        offset: context.offset,
+        timestamp: raw.timestamp,
+        key: raw.key === null ? null : this.config.key.deserialize(raw.key, context),
+        value: raw.value === null ? null : this.config.value.deserialize(raw.value, context),
+        headers,
+      };
+    } catch (error) {
+      return this.onDeserializationError(context, raw, error);
+    }
+  }
+
+  private async onDeserializationError(
+    context: DeserializationContext,
+    raw: RawRecord,
+    error: unknown,
+  ): Promise<undefined> {
+    const reason = error instanceof Error ? error.message : String(error);
+    const where = `topic '${context.topic}' partition ${context.partition} offset ${context.offset}`;
+    const policy = this.config.onDeserializationError;
+    if (policy === "fail") {
+      throw new DeserializationError(
+        `cannot deserialize the record at ${where}: ${reason}. Fix the producer, or set onDeserializationError to "skip" or { deadLetterTopic } to go on without it.`,
+        {
+          cause: error,
+          details: { ...context, splitId: `${context.topic}-${context.partition}`, position: context.offset },
+        },
+      );
+    }
+    if (policy === "skip") {
+      this.logger.warn({ ...context, error: reason }, "skipped a record that cannot be deserialized");
+      this.skipped.inc(1, this.labels);
+      return undefined;
+    }
+    // Awaited before the position moves past the record, so a checkpoint never skips an unwritten one.
+    this.deadLetterProducer ??= await this.connectDeadLetterProducer();
+    const headers: Record<string, Buffer | Buffer[] | string> = {};
+    for (const [name, value] of Object.entries(raw.headers)) if (value !== undefined) headers[name] = value;
+    await this.deadLetterProducer.send({
+      topic: policy.deadLetterTopic,
+      messages: [
+        {
+          key: raw.key,
+          value: raw.value,
+          timestamp: String(raw.timestamp),
+          headers: {
+            ...headers,
+            "onceflow.error": reason,
+            "onceflow.topic": context.topic,
+            "onceflow.partition": String(context.partition),
+            "onceflow.offset": context.offset,
+          },
+        },
+      ],
+    });
+    this.deadLettered.inc(1, this.labels);
+    return undefined;
+  }
+
+  private async connectDeadLetterProducer(): Promise<Producer> {
+    const producer = this.config.kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    return producer;
+  }
+
+  isAvailable(): Promise<void> {
+    if (this.hasData() || this.failure !== undefined || this.closed || this.isFinished()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.wakeReaders;
+      this.wakeReaders = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  private hasData(): boolean {
+    for (const state of this.partitions.values()) if (state.chunks.length > 0) return true;
+    return false;
+  }
+
+  isFinished(): boolean {
+    if (this.config.stoppingOffsets === undefined) return false;
+    for (const state of this.partitions.values()) {
+      if (state.stoppingOffset === undefined || state.nextOffset < state.stoppingOffset) return false;
+    }
+    return true;
+  }
+
+  snapshotState(checkpointId: number): KafkaPartitionSplit[] {
+    this.checkpointingSeen = true;
+    const splits: KafkaPartitionSplit[] = [];
+    const offsets: Array<{ topic: string; partition: number; offset: bigint }> = [];
+    for (const state of this.partitions.values()) {
+      splits.push({
+        splitId: state.split.splitId,
+        topic: state.topic,
+        partition: state.partition,
+        nextOffset: state.nextOffset.toString(),
+        ...(state.stoppingOffset === undefined ? {} : { stoppingOffset: state.stoppingOffset.toString() }),
+      });
+      offsets.push({ topic: state.topic, partition: state.partition, offset: state.nextOffset });
+    }
+    if (this.config.commitOffsetsOnCheckpoint && this.config.groupId !== undefined) {
+      this.pendingCommits.set(checkpointId, offsets);
+    }
+    return splits;
+  }
+
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    const offsets = this.pendingCommits.get(checkpointId);
+    // A completed checkpoint subsumes the ones before it.
+    for (const id of [...this.pendingCommits.keys()]) if (id <= checkpointId) this.pendingCommits.delete(id);
+    if (offsets === undefined || this.config.groupId === undefined) return;
+    try {
+      await this.connection.commitGroupOffsets(this.config.groupId, offsets);
+    } catch (error) {
+      // Committed offsets are for monitoring only; the checkpoint holds the real position.
+      this.logger.warn(
+        { checkpointId, groupId: this.config.groupId, error: (error as Error).message },
+        "could not commit offsets to the consumer group",
+      );
+    }
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.pendingCommits.delete(checkpointId);
+  }
+
+  private async autoCommitNow(): Promise<void> {
+    if (this.checkpointingSeen || this.config.groupId === undefined || this.closed) return;
+    const offsets = [...this.partitions.values()].map((s) => ({
+      topic: s.topic,
+      partition: s.partition,
+      offset: s.nextOffset,
+    }));
+    const fingerprint = offsets.map((o) => `${o.topic}:${o.partition}:${o.offset}`).join(",");
+    if (offsets.length === 0 || fingerprint === this.lastAutoCommitted) return;
+    try {
+      await this.connection.commitGroupOffsets(this.config.groupId, offsets);
+      this.lastAutoCommitted = fingerprint;
+    } catch (error) {
+      this.logger.warn({ error: (error as Error).message }, "auto-commit of offsets failed");
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.autoCommitTimer !== undefined) clearInterval(this.autoCommitTimer);
+    this.wake();
+    await this.loop;
+    if (this.connected !== undefined) {
+      await this.connected.catch(() => undefined);
+      if (this.config.autoCommit && !this.checkpointingSeen) {
+        this.closed = false;
+        await this.autoCommitNow();
+        this.closed = true;
+      }
+      await Promise.allSettled([
+        this.connection.disconnect(),
+        this.admin.disconnect(),
+        this.deadLetterProducer?.disconnect(),
+      ]);
+    }
+  }
+
+  private wake(): void {
+    const loop = this.wakeLoop;
+    this.wakeLoop = undefined;
+    loop?.();
+    if (this.hasData() || this.failure !== undefined || this.closed || this.isFinished()) {
+      const readers = this.wakeReaders;
+      this.wakeReaders = undefined;
+      readers?.();
+    }
+  }
+
+  /** Keeps one Fetch in flight per leader broker while the buffer has room. */
+  private async fetchLoop(): Promise<void> {
+    let refreshMetadata = false;
+    let retryDelay = RETRY_MIN_MS;
+    const running = new Set<Promise<void>>();
+    while (!this.closed && this.failure === undefined) {
+      const wanted = [...this.partitions.values()].filter(
+        (s) =>
+          !s.inFlight && (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
+      );
+      const woken = new Promise<void>((resolve) => {
+        this.wakeLoop = resolve;
+      });
+      if (wanted.length > 0 && this.bufferedBytes < this.config.maxPrefetchBytes) {
+        try {
+          const leaderOf = await this.connection.leaders([...new Set(wanted.map((s) => s.topic))], refreshMetadata);
+          refreshMetadata = false;
+          const byLeader = new Map<number, PartitionState[]>();
+          let placed = 0;
+          for (const [topic, states] of groupBy(wanted, (s) => s.topic)) {
+            for (const [leader, partitions] of leaderOf(
+              topic,
+              states.map((s) => s.partition),
+            )) {
+              if (leader < 0) continue;
+              const list = byLeader.get(leader) ?? [];
+              for (const s of states) {
+                if (!partitions.includes(s.partition)) continue;
+                list.push(s);
+                placed++;
+              }
+              byLeader.set(leader, list);
+            }
+          }
+          if (placed < wanted.length) {
+            // A partition without a known leader (new partition, leader election): look again soon.
+            refreshMetadata = true;
+            setTimeout(() => this.wake(), RETRY_MAX_MS / 10).unref();
+          }
+          for (const [leader, states] of byLeader) {
+            if (this.inFlightLeaders.has(leader)) continue;
+            this.inFlightLeaders.add(leader);
+            for (const s of states) s.inFlight = true;
+            const request = this.fetchFrom(leader, states)
+              .then(() => {
+                retryDelay = RETRY_MIN_MS;
+              })
+              .catch(async (error: unknown) => {
+                if (!(await this.recoverFromFetchError(error))) return;
+                refreshMetadata = true;
+                await sleep(retryDelay);
+                retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
+              })
+              .finally(() => {
+                this.inFlightLeaders.delete(leader);
+                for (const s of states) s.inFlight = false;
+                running.delete(request);
+                this.wake();
+              });
+            running.add(request);
+          }
+        } catch (error) {
+          if (!(await this.recoverFromFetchError(error))) break;
+          refreshMetadata = true;
+          await sleep(retryDelay);
+          retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
+          continue;
+        }
+      }
+      await woken;
+    }
+    await Promise.allSettled([...running]);
+  }
+
+  private async fetchFrom(leader: number, states: PartitionState[]): Promise<void> {
+    const results = await this.connection.fetch(leader, {
+      readCommitted: this.config.readCommitted,
+      maxWaitTime: this.config.fetchMaxWaitMs,
+      maxBytes: Math.max(this.config.maxPrefetchBytes - this.bufferedBytes, this.config.maxBytesPerPartition),
+      maxBytesPerPartition: this.config.maxBytesPerPartition,
+      partitions: states.map((s) => ({ topic: s.topic, partition: s.partition, fetchOffset: s.fetchOffset })),
+    });
+    for (const result of results) this.append(result);
+  }
+
+  private append(result: FetchedPartition): void {
+    const state = this.partitions.get(`${result.topic}-${result.partition}`);
+    if (state === undefined || result.nextOffset <= state.fetchOffset) return;
+    let bytes = 0;
+    for (const r of result.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0) + 64;
+    state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });
+    state.fetchOffset = result.nextOffset;
+    this.bufferedBytes += bytes;
+  }
+
+  /** Handles a failed Fetch; returns false when the reader must fail. */
+  private async recoverFromFetchError(error: unknown): Promise<boolean> {
+    if (this.closed) return false;
+    const outOfRange = offsetOutOfRange(error);
+    if (outOfRange !== undefined) {
+      const state = this.partitions.get(`${outOfRange.topic}-${outOfRange.partition}`);
+      if (state !== undefined) {
+        const strategy = this.outOfRangeStrategy();
+        const offsets = await this.resolver.reset([state], strategy).catch(() => new Map<string, bigint>());
+        const offset = offsets.get(offsetKey(state.topic, state.partition));
+        if (offset !== undefined) {
+          this.logger.warn(
+            { topic: state.topic, partition: state.partition, from: String(state.fetchOffset), to: String(offset) },
+            `offset out of range (deleted by retention?): resetting to ${strategy}`,
+          );
+          // An empty chunk moves the handed-out position too, in order, after what is buffered.
+          state.chunks.push({ records: [], index: 0, nextOffset: offset, bytes: 0 });
+          state.fetchOffset = offset;
+        }
+      }
+      return true;
+    }
+    const retriable = (error as { retriable?: unknown })?.retriable;
+    if (retriable === false) {
+      this.failure = error;
+      this.wake();
+      return false;
+    }
+    this.logger.warn({ error: (error as Error)?.message }, "kafka fetch failed, retrying");
+    return true;
+  }
+
+  private outOfRangeStrategy(): OffsetResetStrategy {
+    const start = this.config.startingOffsets;
+    if (start === "latest") return "latest";
+    if (typeof start === "object" && "committed" in start) return start.committed;
+    if (typeof start === "object" && "specific" in start) return start.reset ?? "earliest";
+    return "earliest";
+  }
+}
+
+function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const list = groups.get(key) ?? [];
+    list.push(item);
+    groups.set(key, list);
+  }
+  return groups;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

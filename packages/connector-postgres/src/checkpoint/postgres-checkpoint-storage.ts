@@ -1,0 +1,368 @@
+import { createHash } from "node:crypto";
+import {
+  type CheckpointMetadata,
+  CheckpointError,
+  type CheckpointStorage,
+  type CompletedCheckpoint,
+  ConfigurationError,
+  type Logger,
+  silentLogger,
+} from "@onceflow/core";
+import type pg from "pg";
+import { type PoolHandle, type PostgresConnectionOptions, openPool } from "../sql/pool.js";
+import { type TableName, tableName } from "../sql/identifiers.js";
+import { SqlState, sqlState } from "../sql/pg-errors.js";
+import { asPermissionError } from "../sql/table-schema.js";
+
+/**
+ * Settings of {@link PostgresCheckpointStorage}.
+ *
+ * @example
+ * ```ts
+ * const options: PostgresCheckpointStorageOptions = { connection: process.env.DATABASE_URL, table: "job_checkpoints" };
+ * ```
+ */
+export interface PostgresCheckpointStorageOptions extends PostgresConnectionOptions {
+  /** Schema of the tables (default `public`). */
+  readonly schema?: string;
+  /** Table of checkpoint metadata (default `onceflow_checkpoints`); states go to `<table>_state`. */
+  readonly table?: string;
+  /** Create the tables when missing (default `true`). Turn off when the role may not run DDL. */
+  readonly createTables?: boolean;
+  /** Where to log pool errors (default: nothing). */
+  readonly logger?: Logger;
+}
+
+// The same rule as core's storages, so a job id that works with `filesystem` works here too.
+const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+
+function assertName(setting: "jobId" | "scope", name: string): void {
+  if (typeof name !== "string" || !SAFE_NAME.test(name)) {
+    throw new ConfigurationError(
+      setting,
+      `${JSON.stringify(name)} cannot be used as a checkpoint name: use 1–200 letters, digits, '.', '_' or '-', not starting with '.'`,
+    );
+  }
+}
+
+function assertId(checkpointId: number): void {
+  if (!Number.isSafeInteger(checkpointId) || checkpointId < 0) {
+    throw new ConfigurationError("checkpointId", `must be a non-negative integer, got ${String(checkpointId)}`);
+  }
+}
+
+const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
+
+function describe(at: Pick<CheckpointMetadata, "jobId" | "scope" | "checkpointId">): string {
+  return `checkpoint ${at.checkpointId} of job ${at.jobId} (scope ${at.scope})`;
+}
+
+/** Checks state buffers against the metadata entries: same subtasks, sizes and SHA-256. */
+function verifyStates(
+  metadata: CheckpointMetadata,
+  states: ReadonlyMap<number, Uint8Array>,
+  code: "CHECKPOINT_FAILED" | "CHECKPOINT_CORRUPT",
+): void {
+  const fail = (problem: string): never => {
+    throw new CheckpointError(code, `${describe(metadata)}: ${problem}`, { checkpointId: metadata.checkpointId });
+  };
+  if (!Array.isArray(metadata.subtasks)) fail("metadata.subtasks is not an array");
+  const seen = new Set<number>();
+  for (const entry of metadata.subtasks) {
+    if (seen.has(entry.subtaskIndex)) fail(`subtask ${entry.subtaskIndex} is listed twice in the metadata`);
+    seen.add(entry.subtaskIndex);
+    const bytes = states.get(entry.subtaskIndex);
+    if (bytes === undefined) return fail(`the state of subtask ${entry.subtaskIndex} is missing`);
+    if (bytes.length !== entry.stateBytes) {
+      fail(`the state of subtask ${entry.subtaskIndex} has ${bytes.length} bytes, the metadata says ${entry.stateBytes}`);
+    }
+    if (sha256(bytes) !== entry.sha256) fail(`the state of subtask ${entry.subtaskIndex} fails its SHA-256 check`);
+  }
+  for (const subtaskIndex of states.keys()) {
+    if (!seen.has(subtaskIndex)) fail(`there is state for subtask ${subtaskIndex} that the metadata does not list`);
+  }
+}
+
+/**
+ * Keeps completed checkpoints in PostgreSQL, for jobs that run where no durable disk is (containers):
+ * a restarted job restores from the database. Two tables: `<table>` (job id, scope, checkpoint id,
+ * metadata as jsonb) and `<table>_state` (one bytea row per subtask). A checkpoint is stored in one
+ * transaction, so `list` shows it whole or not at all; `load` checks every state's SHA-256 against
+ * the metadata and throws `CHECKPOINT_CORRUPT` on a difference; `discard` deletes one checkpoint
+ * (used by retention).
+ *
+ * @example
+ * ```ts
+ * import { Job } from "@onceflow/core";
+ * import { PostgresCheckpointStorage } from "@onceflow/connector-postgres";
+ *
+ * const storage = new PostgresCheckpointStorage({ connection: process.env.DATABASE_URL });
+ * const job = new Job({ jobId: "orders", checkpointing: { interval: 5000, storage } });
+ * ```
+ */
+export class PostgresCheckpointStorage implements CheckpointStorage {
+  /** Shown in logs, for example `postgres:db:5432/app/public.onceflow_checkpoints`. */
+  readonly description: string;
+  private readonly handle: PoolHandle;
+  private readonly checkpoints: TableName;
+  private readonly states: TableName;
+  private readonly createTables: boolean;
+  private ready: Promise<void> | undefined;
+
+  constructor(options: PostgresCheckpointStorageOptions) {
+    this.handle = openPool(options, options.logger ?? silentLogger);
+    const schema = options.schema ?? "public";
+    const table = options.table ?? "onceflow_checkpoints";
+    if (table.length > 57) {
+      throw new ConfigurationError("table", `must be at most 57 bytes (it gets a '_state' suffix), got ${table.length}`);
+    }
+    this.checkpoints = tableName(schema, table);
+    this.states = tableName(schema, `${table}_state`);
+    this.createTables = options.createTables ?? true;
+    this.description = `postgres:${this.handle.where}/${schema}.${table}`;
+  }
+
+  /** The pool the storage uses. */
+  get pool(): pg.Pool {
+    return this.handle.pool;
+  }
+
+  /**
+   * Stores a checkpoint in one transaction. Refuses (with `CHECKPOINT_FAILED`, storing nothing)
+   * state that does not match the metadata and a checkpoint that already exists.
+   *
+   * @example
+   * ```ts
+   * await storage.store({ metadata, subtaskStates: new Map([[0, state]]) });
+   * ```
+   */
+  async store(checkpoint: CompletedCheckpoint): Promise<void> {
+    const { metadata, subtaskStates } = checkpoint;
+    assertName("jobId", metadata.jobId);
+    assertName("scope", metadata.scope);
+    assertId(metadata.checkpointId);
+    let json: string;
+    try {
+      json = JSON.stringify(metadata);
+    } catch (cause) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${describe(metadata)}: its metadata cannot be written as JSON (summary values must be JSON)`,
+        { checkpointId: metadata.checkpointId, cause },
+      );
+    }
+    verifyStates(metadata, subtaskStates, "CHECKPOINT_FAILED");
+    await this.ensureTables();
+    const client = await this.handle.pool.connect();
+    try {
+      await client.query("BEGIN");
+      try {
+        await client.query(
+          `INSERT INTO ${this.checkpoints.sql} (job_id, scope, checkpoint_id, metadata) VALUES ($1, $2, $3, $4::jsonb)`,
+          [metadata.jobId, metadata.scope, metadata.checkpointId, json],
+        );
+        const subtasks = [...subtaskStates.keys()];
+        await client.query(
+          `INSERT INTO ${this.states.sql} (job_id, scope, checkpoint_id, subtask, state)
+           SELECT $1, $2, $3, s, d FROM unnest($4::int[], $5::bytea[]) AS u(s, d)`,
+          [
+            metadata.jobId,
+            metadata.scope,
+            metadata.checkpointId,
+            subtasks,
+            subtasks.map((index) => Buffer.from(subtaskStates.get(index) as Uint8Array)),
+          ],
+        );
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    } catch (error) {
+      if (sqlState(error) === SqlState.uniqueViolation) {
+        throw new CheckpointError("CHECKPOINT_FAILED", `${describe(metadata)} already exists`, {
+          checkpointId: metadata.checkpointId,
+          cause: error,
+        });
+      }
+      throw this.failed(error, "CHECKPOINT_FAILED", `storing ${describe(metadata)}`, metadata.checkpointId);
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Completed checkpoints of a job, every scope, ordered by checkpoint id then scope.
+   *
+   * @example
+   * ```ts
+   * const latest = (await storage.list("orders")).at(-1);
+   * ```
+   */
+  async list(jobId: string): Promise<CheckpointMetadata[]> {
+    assertName("jobId", jobId);
+    await this.ensureTables();
+    const result = await this.handle.pool
+      .query<{ metadata: CheckpointMetadata; checkpoint_id: string; scope: string }>(
+        `SELECT metadata, checkpoint_id::text, scope FROM ${this.checkpoints.sql}
+          WHERE job_id = $1 ORDER BY checkpoint_id, scope COLLATE "C"`,
+        [jobId],
+      )
+      .catch((error: unknown) => {
+        throw this.failed(error, "CHECKPOINT_FAILED", `listing the checkpoints of job ${jobId}`);
+      });
+    return result.rows.map((row) => {
+      const metadata = row.metadata;
+      if (
+        typeof metadata !== "object" ||
+        metadata === null ||
+        metadata.checkpointId !== Number(row.checkpoint_id) ||
+        metadata.scope !== row.scope ||
+        metadata.jobId !== jobId
+      ) {
+        throw new CheckpointError(
+          "CHECKPOINT_CORRUPT",
+          `checkpoint ${row.checkpoint_id} of job ${jobId} (scope ${row.scope}): its metadata does not match its row`,
+          { checkpointId: Number(row.checkpoint_id) },
+        );
+      }
+      return metadata;
+    });
+  }
+
+  /**
+   * Loads one checkpoint and verifies every state against the SHA-256 in its metadata.
+   *
+   * @throws CheckpointError `CHECKPOINT_NOT_FOUND` or `CHECKPOINT_CORRUPT`.
+   * @example
+   * ```ts
+   * const checkpoint = await storage.load("orders", "all", 12);
+   * ```
+   */
+  async load(jobId: string, scope: string, checkpointId: number): Promise<CompletedCheckpoint> {
+    assertName("jobId", jobId);
+    assertName("scope", scope);
+    assertId(checkpointId);
+    await this.ensureTables();
+    const at = { jobId, scope, checkpointId };
+    const client = await this.handle.pool.connect();
+    try {
+      // One snapshot for both reads, so a concurrent discard cannot split them.
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const found = await client.query<{ metadata: CheckpointMetadata }>(
+        `SELECT metadata FROM ${this.checkpoints.sql} WHERE job_id = $1 AND scope = $2 AND checkpoint_id = $3`,
+        [jobId, scope, checkpointId],
+      );
+      const metadata = found.rows[0]?.metadata;
+      if (metadata === undefined) {
+        await client.query("COMMIT");
+        throw new CheckpointError("CHECKPOINT_NOT_FOUND", `${describe(at)} does not exist in ${this.description}`, {
+          checkpointId,
+        });
+      }
+      const rows = await client.query<{ subtask: number; state: Buffer }>(
+        `SELECT subtask, state FROM ${this.states.sql} WHERE job_id = $1 AND scope = $2 AND checkpoint_id = $3`,
+        [jobId, scope, checkpointId],
+      );
+      await client.query("COMMIT");
+      if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
+        throw new CheckpointError("CHECKPOINT_CORRUPT", `${describe(at)}: its metadata names another checkpoint`, {
+          checkpointId,
+        });
+      }
+      const subtaskStates = new Map<number, Buffer>();
+      for (const row of rows.rows) subtaskStates.set(row.subtask, row.state);
+      verifyStates(metadata, subtaskStates, "CHECKPOINT_CORRUPT");
+      return { metadata, subtaskStates };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw this.failed(error, "CHECKPOINT_FAILED", `loading ${describe(at)}`, checkpointId);
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Deletes one checkpoint (metadata and states, in one statement). A missing one is not an error.
+   *
+   * @example
+   * ```ts
+   * await storage.discard("orders", "all", 9);
+   * ```
+   */
+  async discard(jobId: string, scope: string, checkpointId: number): Promise<void> {
+    assertName("jobId", jobId);
+    assertName("scope", scope);
+    assertId(checkpointId);
+    await this.ensureTables();
+    await this.handle.pool
+      .query(`DELETE FROM ${this.checkpoints.sql} WHERE job_id = $1 AND scope = $2 AND checkpoint_id = $3`, [
+        jobId,
+        scope,
+        checkpointId,
+      ])
+      .catch((error: unknown) => {
+        throw this.failed(error, "CHECKPOINT_FAILED", `discarding ${describe({ jobId, scope, checkpointId })}`);
+      });
+  }
+
+  /**
+   * Ends the pool when the storage created it.
+   *
+   * @example
+   * ```ts
+   * await storage.close();
+   * ```
+   */
+  async close(): Promise<void> {
+    if (this.handle.owned) await this.handle.pool.end();
+  }
+
+  private ensureTables(): Promise<void> {
+    this.ready ??= this.createTablesIfMissing().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async createTablesIfMissing(): Promise<void> {
+    if (!this.createTables) return;
+    const statements = [
+      `CREATE TABLE IF NOT EXISTS ${this.checkpoints.sql} (
+         job_id text NOT NULL, scope text NOT NULL, checkpoint_id bigint NOT NULL,
+         metadata jsonb NOT NULL, stored_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (job_id, scope, checkpoint_id))`,
+      `CREATE TABLE IF NOT EXISTS ${this.states.sql} (
+         job_id text NOT NULL, scope text NOT NULL, checkpoint_id bigint NOT NULL, subtask integer NOT NULL,
+         state bytea NOT NULL,
+         PRIMARY KEY (job_id, scope, checkpoint_id, subtask),
+         FOREIGN KEY (job_id, scope, checkpoint_id) REFERENCES ${this.checkpoints.sql} ON DELETE CASCADE)`,
+    ];
+    for (const statement of statements) {
+      try {
+        await this.handle.pool.query(statement);
+      } catch (error) {
+        const state = sqlState(error);
+        if (state === SqlState.uniqueViolation || state === SqlState.duplicateTable) continue;
+        throw asPermissionError(error, "table", `creating ${this.checkpoints.sql}`);
+      }
+    }
+  }
+
+  private failed(
+    error: unknown,
+    code: "CHECKPOINT_FAILED",
+    doing: string,
+    checkpointId?: number,
+  ): unknown {
+    if (error instanceof CheckpointError || error instanceof ConfigurationError) return error;
+    const permission = asPermissionError(error, "table", doing);
+    if (permission !== error) return permission;
+    return new CheckpointError(
+      code,
+      `${this.description}: ${doing} failed: ${error instanceof Error ? error.message : String(error)}`,
+      { ...(checkpointId === undefined ? {} : { checkpointId }), cause: error },
+    );
+  }
+}

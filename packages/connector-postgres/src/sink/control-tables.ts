@@ -1,0 +1,143 @@
+import { TransactionError } from "@onceflow/core";
+import type { ClientBase, Pool } from "pg";
+
+/** A connection or a pool: anything with `query`. */
+type Queryable = ClientBase | Pool;
+import { SqlState, sqlState } from "../sql/pg-errors.js";
+import { asPermissionError } from "../sql/table-schema.js";
+import { type TableName, tableName } from "../sql/identifiers.js";
+
+/**
+ * The two small tables every PostgresSink shares in its schema:
+ *
+ * - markers: one row (sink, subtask, checkpoint) per committed checkpoint, written in the same
+ *   transaction as the rows. It tells "already committed" from "lost" when a gid is gone, and turns
+ *   a replayed commit into a no-op.
+ * - epochs: one row (sink, subtask) whose number grows at every (re)start. Each commit holds a share
+ *   lock on it and checks the number, so a zombie process from before a restart can no longer
+ *   commit anything once the new one has started (a progress table alone is not enough).
+ */
+export class ControlTables {
+  readonly markers: TableName;
+  readonly epochs: TableName;
+
+  constructor(schema: string, markerTable: string, epochTable: string) {
+    this.markers = tableName(schema, markerTable);
+    this.epochs = tableName(schema, epochTable);
+  }
+
+  /** Creates both tables when missing; safe when several subtasks race to do it. */
+  async ensure(client: ClientBase): Promise<void> {
+    const statements = [
+      `CREATE TABLE IF NOT EXISTS ${this.markers.sql} (
+         sink_id text NOT NULL, subtask integer NOT NULL, checkpoint_id bigint NOT NULL,
+         epoch bigint NOT NULL, row_count bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (sink_id, subtask, checkpoint_id))`,
+      `CREATE TABLE IF NOT EXISTS ${this.epochs.sql} (
+         sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL,
+         PRIMARY KEY (sink_id, subtask))`,
+    ];
+    for (const statement of statements) {
+      try {
+        await client.query(statement);
+      } catch (error) {
+        // Two sessions creating the same table at once: the loser sees a duplicate.
+        const state = sqlState(error);
+        if (state === SqlState.uniqueViolation || state === SqlState.duplicateTable) continue;
+        throw asPermissionError(error, "controlSchema", `creating ${this.markers.sql} and ${this.epochs.sql}`);
+      }
+    }
+  }
+
+  /**
+   * Starts a new epoch for (sink, subtask) and returns it. Waits (up to `lockTimeoutMs`) for any
+   * commit of an older epoch that holds the share lock; throws the lock error when that takes longer.
+   */
+  async bumpEpoch(client: ClientBase, sinkId: string, subtask: number, lockTimeoutMs: number): Promise<number> {
+    await client.query("BEGIN");
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+      const result = await client.query<{ epoch: string }>(
+        `INSERT INTO ${this.epochs.sql} AS e (sink_id, subtask, epoch) VALUES ($1, $2, 1)
+         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = e.epoch + 1 RETURNING epoch::text`,
+        [sinkId, subtask],
+      );
+      await client.query("COMMIT");
+      return Number(result.rows[0]?.epoch);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * Inside a commit transaction: checks the epoch is still ours. With `lock` (staging moves) the row
+   * is locked in share mode, so a newer process's bump waits for the move to end. Prepared
+   * transactions must not lock it: they would hold the lock until COMMIT PREPARED and block the
+   * bump of the very process that recovers them.
+   *
+   * @throws TransactionError `TRANSACTION_FENCED` when a newer process of the same sink started.
+   */
+  async checkEpoch(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    epoch: number,
+    checkpointId: number,
+    lock: boolean,
+  ): Promise<void> {
+    const result = await client.query<{ epoch: string }>(
+      `SELECT epoch::text FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2${lock ? " FOR SHARE" : ""}`,
+      [sinkId, subtask],
+    );
+    const current = Number(result.rows[0]?.epoch ?? Number.NaN);
+    if (current !== epoch) {
+      throw new TransactionError(
+        "TRANSACTION_FENCED",
+        `sink "${sinkId}" subtask ${subtask}: checkpoint ${checkpointId} was not committed because a newer process of this sink started (epoch ${current}, this process has ${epoch}); this process is a zombie and must stop — the newer one recovers the data from its checkpoint`,
+        { checkpointId, transactionId: `${sinkId}/${subtask}/${checkpointId}` },
+      );
+    }
+  }
+
+  async insertMarker(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    checkpointId: number,
+    epoch: number,
+    rowCount: number,
+  ): Promise<void> {
+    await client.query(
+      `INSERT INTO ${this.markers.sql} (sink_id, subtask, checkpoint_id, epoch, row_count) VALUES ($1, $2, $3, $4, $5)`,
+      [sinkId, subtask, checkpointId, epoch, rowCount],
+    );
+  }
+
+  async hasMarker(client: ClientBase, sinkId: string, subtask: number, checkpointId: number): Promise<boolean> {
+    const result = await client.query(
+      `SELECT 1 FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id = $3`,
+      [sinkId, subtask, checkpointId],
+    );
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  /** Keeps the markers bounded: the ones below `checkpointId - keep` can no longer be asked about. */
+  async prune(client: ClientBase, sinkId: string, subtask: number, checkpointId: number, keep: number): Promise<void> {
+    await client.query(
+      `DELETE FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id < $3`,
+      [sinkId, subtask, checkpointId - keep],
+    );
+  }
+
+  /**
+   * On recovery: forgets markers of checkpoints after the restored one (a fresh start forgets them
+   * all), so that the checkpoint ids this run uses again start clean. Safe only after the epoch bump.
+   */
+  async forgetAfter(client: Queryable, sinkId: string, subtask: number, checkpointId: number | undefined): Promise<void> {
+    await client.query(
+      `DELETE FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id > $3`,
+      [sinkId, subtask, checkpointId ?? -1],
+    );
+  }
+}

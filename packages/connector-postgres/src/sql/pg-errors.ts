@@ -1,0 +1,98 @@
+/**
+ * SQLSTATE codes the connector reacts to. See the PostgreSQL manual, appendix A.
+ *
+ * @example
+ * ```ts
+ * if (sqlState(error) === SqlState.undefinedObject) resolveThroughMarker();
+ * ```
+ */
+export const SqlState = {
+  /** `COMMIT PREPARED` of a gid that is not (or no longer) prepared. */
+  undefinedObject: "42704",
+  /** `PREPARE TRANSACTION` with a gid that is already in use. */
+  duplicateObject: "42710",
+  undefinedTable: "42P01",
+  undefinedColumn: "42703",
+  duplicateTable: "42P07",
+  insufficientPrivilege: "42501",
+  uniqueViolation: "23505",
+  /** `ON CONFLICT DO UPDATE` touched the same row twice in one statement. */
+  cardinalityViolation: "21000",
+  /** `max_prepared_transactions` is 0 (or all slots are used). */
+  objectNotInPrerequisiteState: "55000",
+  lockNotAvailable: "55P03",
+  /** A statement after an error inside the transaction. */
+  inFailedTransaction: "25P02",
+  invalidColumnReference: "42P10",
+  serializationFailure: "40001",
+  deadlockDetected: "40P01",
+  adminShutdown: "57P01",
+  crashShutdown: "57P02",
+  cannotConnectNow: "57P03",
+} as const;
+
+/**
+ * The SQLSTATE of a driver error, or `undefined` for anything else.
+ *
+ * @example
+ * ```ts
+ * sqlState(error) === "42704";
+ * ```
+ */
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"]);
+
+/**
+ * Whether an error is worth retrying: a lost or refused connection, a server shutting down or
+ * starting, a lock wait that hit `lock_timeout`, a serialization failure or a deadlock.
+ *
+ * @example
+ * ```ts
+ * if (isTransient(error)) await sleep(backoff);
+ * ```
+ */
+export function isTransient(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state !== undefined) {
+    return (
+      state.startsWith("08") ||
+      state === SqlState.lockNotAvailable ||
+      state === SqlState.serializationFailure ||
+      state === SqlState.deadlockDetected ||
+      state === SqlState.adminShutdown ||
+      state === SqlState.crashShutdown ||
+      state === SqlState.cannotConnectNow
+    );
+  }
+  if (typeof error === "object" && error !== null) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    const message = (error as { message?: unknown }).message;
+    if (
+      typeof message === "string" &&
+      /Connection terminated|Client has encountered a connection error|not queryable/i.test(message)
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The error's message, for wrapping into a typed error.
+ *
+ * @example
+ * ```ts
+ * messageOf(new Error("boom")); // "boom"
+ * ```
+ */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,15 @@
+export type { ServiceWriter } from "./runtime/announce.js";
+export { stderrWriter } from "./runtime/announce.js";
+export { onceflowCacheDir } from "./runtime/cache-dir.js";
+export { isProcessAlive } from "./runtime/processes.js";
+export type { CreateTopicOptions } from "./services/kafka/kafka-admin.js";
+export { createKafkaTopic } from "./services/kafka/kafka-admin.js";
+export type { KafkaJars, KafkaJarsOptions } from "./services/kafka/kafka-jars.js";
+export { ensureKafkaJars } from "./services/kafka/kafka-jars.js";
+export type { KafkaService, StartKafkaOptions } from "./services/kafka/kafka-service.js";
+export { KAFKA_VERSIONS, resolveKafkaVersion } from "./services/kafka/kafka-versions.js";
+export { startKafka } from "./services/kafka/start-kafka.js";
+export type { PostgresService, StartPostgresOptions } from "./services/postgres/postgres-service.js";
+export { startPostgres } from "./services/postgres/start-postgres.js";
+export type { ProbeResult, ProviderDecision, ProviderKind } from "./services/providers/provider-selection.js";
+export { decideProvider, providerOrder } from "./services/providers/provider-selection.js";

@@ -1,0 +1,114 @@
+import { OnceflowError } from "@onceflow/core";
+import { Kafka, logLevel } from "kafkajs";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** Options of {@link createKafkaTopic}. */
+export interface CreateTopicOptions {
+  /** Number of partitions. */
+  partitions: number;
+  /** Topic configuration, e.g. `{ "cleanup.policy": "compact" }`. */
+  config?: Record<string, string>;
+}
+
+function adminClient(brokers: readonly string[], clientId: string, connectionTimeout = 3000) {
+  // logLevel NOTHING: kafkajs logs to the console by default, and the testkit must not.
+  return new Kafka({
+    clientId,
+    brokers: [...brokers],
+    logLevel: logLevel.NOTHING,
+    connectionTimeout,
+    // A starting broker may accept a connection before it answers; do not wait the 30 s default.
+    requestTimeout: 5_000,
+    retry: { retries: 0 },
+  }).admin();
+}
+
+/**
+ * Creates a topic (replication factor 1) and waits until every partition has a leader. Throws when
+ * the topic exists already: name topics per test so that tests never read each other's records.
+ *
+ * @example
+ * ```ts
+ * await createKafkaTopic(kafka.brokers, `orders-${randomUUID()}`, { partitions: 3 });
+ * ```
+ */
+export async function createKafkaTopic(
+  brokers: readonly string[],
+  name: string,
+  options: CreateTopicOptions,
+): Promise<void> {
+  const admin = new Kafka({
+    clientId: "onceflow-testkit-admin",
+    brokers: [...brokers],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    const created = await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic: name,
+          numPartitions: options.partitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(options.config ?? {}).map(([key, value]) => ({ name: key, value })),
+        },
+      ],
+    });
+    if (!created) {
+      throw new OnceflowError("CONFIGURATION", `topic "${name}" already exists; give each test its own topic name`, {
+        details: { topic: name },
+      });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Asks the brokers to describe the cluster once; resolves with a reason when they do not serve.
+ *
+ * @example
+ * ```ts
+ * const problem = await describeClusterOnce(["127.0.0.1:9092"]);
+ * if (problem === undefined) console.log("serving");
+ * ```
+ */
+export async function describeClusterOnce(brokers: readonly string[]): Promise<string | undefined> {
+  const admin = adminClient(brokers, "onceflow-testkit-probe");
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length > 0 ? undefined : "the cluster has no registered broker yet";
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * Waits until the brokers really serve (an admin client can describe the cluster), polling until
+ * `timeoutMs`. `stillRunning` lets the caller stop early when the broker process died. Resolves
+ * `undefined` when serving, else the last reason.
+ *
+ * @example
+ * ```ts
+ * const problem = await waitUntilKafkaServes(["127.0.0.1:9092"], 120_000, () => jvm.exitCode === null);
+ * ```
+ */
+export async function waitUntilKafkaServes(
+  brokers: readonly string[],
+  timeoutMs: number,
+  stillRunning: () => boolean = () => true,
+): Promise<string | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  let problem: string | undefined = "not asked yet";
+  while (Date.now() < deadline) {
+    if (!stillRunning()) return `the broker process exited (last answer: ${problem})`;
+    problem = await describeClusterOnce(brokers);
+    if (problem === undefined) return undefined;
+    await sleep(250);
+  }
+  return `no answer within ${timeoutMs} ms (last: ${problem})`;
+}

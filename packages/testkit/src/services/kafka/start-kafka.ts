@@ -1,0 +1,79 @@
+import { announceOnce, stderrWriter } from "../../runtime/announce.js";
+import { onceflowCacheDir } from "../../runtime/cache-dir.js";
+import { serviceUnavailable } from "../../errors/service-errors.js";
+import { probeDockerEngine } from "../providers/docker-engine-probe.js";
+import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
+import { startContainerKafka } from "./container-kafka.js";
+import { brokersFromEnvironment, probeKafkaEnvironment, useEnvironmentKafka } from "./environment-kafka.js";
+import type { KafkaService, StartKafkaOptions } from "./kafka-service.js";
+import { resolveKafkaVersion } from "./kafka-versions.js";
+import { type LocalKafkaRequirements, probeLocalKafka, startLocalKafka } from "./local-kafka.js";
+
+/**
+ * Starts (or finds) a real Kafka broker for tests. Providers are tried in order: a broker named by
+ * `ONCEFLOW_KAFKA_BROKERS`; a container through testcontainers when a Docker engine answers; a local
+ * KRaft broker from Maven Central jars on Java 17. When none is possible it throws an `OnceflowError`
+ * (`SERVICE_UNAVAILABLE`) listing what was tried and what to install; it never skips. The choice is
+ * written once per run to `options.writer` (stderr by default).
+ *
+ * Each call starts its own broker (except for the environment provider): a test that kills or
+ * restarts a broker should start a private one with `faultInjection: true`.
+ *
+ * @example
+ * ```ts
+ * const kafka = await startKafka({ faultInjection: true });
+ * await kafka.createTopic("t1", { partitions: 1 });
+ * await kafka.kill();  // SIGKILL
+ * await kafka.start(); // same data, same port
+ * await kafka.stop();
+ * ```
+ */
+export async function startKafka(options: StartKafkaOptions = {}): Promise<KafkaService> {
+  const env = options.env ?? process.env;
+  const version = resolveKafkaVersion(options.version, env);
+  const cacheDir = options.cacheDir ?? onceflowCacheDir(env);
+  const startTimeoutMs = options.startTimeoutMs ?? 180_000;
+  let local: LocalKafkaRequirements | undefined;
+
+  const order = providerOrder({ provider: options.provider, faultInjection: options.faultInjection });
+  const decision = await chooseProvider("Kafka", order, {
+    environment: async () => probeKafkaEnvironment(env),
+    testcontainers: () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }),
+    local: async () => {
+      const { probe, requirements } = await probeLocalKafka(version, cacheDir, env);
+      local = requirements;
+      return probe;
+    },
+  });
+  if (!decision.ok) throw serviceUnavailable(decision.message, { service: "kafka", version, tried: decision.tried });
+
+  const started = Date.now();
+  let service: KafkaService;
+  let extra = "";
+  switch (decision.provider) {
+    case "environment": {
+      const named = env.ONCEFLOW_KAFKA_VERSION?.trim() || "unknown";
+      service = await useEnvironmentKafka(brokersFromEnvironment(env), named, 30_000);
+      break;
+    }
+    case "testcontainers":
+      service = await startContainerKafka({ version, image: options.image, startTimeoutMs });
+      extra = `, image ${options.image ?? `apache/kafka:${version}`}`;
+      break;
+    case "local": {
+      if (local === undefined) throw serviceUnavailable("local Kafka probe gave no requirements");
+      const broker = await startLocalKafka({ version, java: local.java, cacheDir, startTimeoutMs });
+      service = broker;
+      if (broker.fetchMs > 0) extra = `, jars fetched from Maven Central in ${broker.fetchMs} ms`;
+      break;
+    }
+  }
+  announceOnce(
+    `kafka|${service.provider}|${service.version}`,
+    `onceflow testkit: Kafka ${service.version} via ${service.provider} (${decision.probe.detail}${extra}) ` +
+      `at ${service.brokers.join(",")}, ready in ${Date.now() - started} ms`,
+    options.writer ?? stderrWriter,
+    env,
+  );
+  return service;
+}

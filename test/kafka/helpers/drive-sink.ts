@@ -1,0 +1,95 @@
+import {
+  createMemoryLogger,
+  createMemoryMetrics,
+  type FunctionInitializationContext,
+  type ListState,
+  type OperatorStateStore,
+  type SinkContext,
+} from "@onceflow/core";
+import type { KafkaSink, KafkaTransaction } from "@onceflow/connector-kafka";
+
+/** A sink's operator state as a checkpoint would hold it. */
+export type SinkState = Map<string, unknown[]>;
+
+function listState<T>(store: SinkState, name: string): ListState<T> {
+  if (!store.has(name)) store.set(name, []);
+  const items = () => store.get(name) as T[];
+  return {
+    get: () => [...items()],
+    add: (value) => {
+      items().push(value);
+    },
+    addAll: (values) => {
+      items().push(...values);
+    },
+    update: (values) => {
+      store.set(name, [...values]);
+    },
+    clear: () => {
+      store.set(name, []);
+    },
+  };
+}
+
+const sinkContext: SinkContext = { timestamp: undefined, currentWatermark: Number.NEGATIVE_INFINITY, splitId: "test-0" };
+
+/**
+ * Drives a sink by hand the way the runtime does (initializeState, open, writeBatch, snapshotState,
+ * notifyCheckpointComplete, close), keeping its state as a checkpoint would.
+ */
+export class SinkDriver<IN> {
+  readonly logger = createMemoryLogger();
+  readonly metrics = createMemoryMetrics();
+  private state: SinkState = new Map();
+
+  private constructor(readonly sink: KafkaSink<IN>) {}
+
+  static async start<IN>(
+    sink: KafkaSink<IN>,
+    options: { restored?: { checkpointId: number; state: SinkState }; subtaskIndex?: number; parallelism?: number } = {},
+  ): Promise<SinkDriver<IN>> {
+    const driver = new SinkDriver(sink);
+    if (options.restored !== undefined) driver.state = structuredClone(options.restored.state);
+    const store: OperatorStateStore = {
+      getListState: <T>(descriptor: { name: string }) => listState<T>(driver.state, descriptor.name),
+      getUnionListState: <T>(descriptor: { name: string }) => listState<T>(driver.state, descriptor.name),
+    };
+    const context: FunctionInitializationContext = {
+      jobId: "test",
+      operatorUid: "kafka-out",
+      subtaskIndex: options.subtaskIndex ?? 0,
+      parallelism: options.parallelism ?? 1,
+      attemptNumber: 0,
+      logger: driver.logger,
+      metrics: driver.metrics,
+      isRestored: () => options.restored !== undefined,
+      getRestoredCheckpointId: () => options.restored?.checkpointId,
+      getOperatorStateStore: () => store,
+    };
+    await sink.initializeState(context);
+    sink.open(context);
+    return driver;
+  }
+
+  async write(values: IN[]): Promise<void> {
+    await this.sink.writeBatch(values, sinkContext);
+  }
+
+  /** Takes checkpoint `checkpointId` and returns the state it stores. */
+  async checkpoint(checkpointId: number): Promise<SinkState> {
+    await this.sink.snapshotState({ checkpointId, checkpointTimestamp: Date.now() });
+    return structuredClone(this.state);
+  }
+
+  async complete(checkpointId: number): Promise<void> {
+    await this.sink.notifyCheckpointComplete(checkpointId);
+  }
+
+  pending(): KafkaTransaction[] {
+    return this.sink.pendingTransactions().map((p) => p.transaction);
+  }
+
+  async close(): Promise<void> {
+    await this.sink.close();
+  }
+}

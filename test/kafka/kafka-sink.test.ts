@@ -1,0 +1,243 @@
+import { ConfigurationError, TransactionError } from "@onceflow/core";
+import { KafkaSink, type KafkaSinkOptions, Serializers } from "@onceflow/connector-kafka";
+import { describe, expect, it } from "vitest";
+import { SinkDriver } from "./helpers/drive-sink.js";
+import { createTopic, kafkaBrokers, readAll, sleep, uniqueName } from "./helpers/kafka.js";
+
+function eosSink(topic: string, prefix: string, extra: Partial<KafkaSinkOptions<string>> = {}): KafkaSink<string> {
+  return new KafkaSink<string>({
+    brokers: kafkaBrokers(),
+    topic,
+    deliveryGuarantee: "exactly-once",
+    transactionalIdPrefix: prefix,
+    ...extra,
+  });
+}
+
+/** Leaves a sink as a SIGKILL would: its open transaction is not aborted, its sockets just close. */
+async function abandon(driver: SinkDriver<unknown>): Promise<void> {
+  const internals = driver.sink as unknown as { connection?: { disconnect(): Promise<void> } };
+  await internals.connection?.disconnect();
+}
+
+const range = (from: number, to: number, prefix = "r") => Array.from({ length: to - from }, (_, i) => `${prefix}${from + i}`);
+const sortedValues = (records: Array<{ value: string | null }>) =>
+  records.map((r) => r.value).sort((a, b) => String(a).localeCompare(String(b), "en", { numeric: true }));
+
+describe("KafkaSink exactly-once", () => {
+  it("makes a checkpoint's records visible to read_committed consumers only when it completes", async () => {
+    const topic = await createTopic(uniqueName("sink-eos"), 2);
+    const driver = await SinkDriver.start(eosSink(topic, uniqueName("eos")));
+    try {
+      await driver.write(range(0, 10));
+      await driver.checkpoint(1);
+      expect(await readAll(topic, { timeoutMs: 3000 })).toEqual([]);
+      expect((await readAll(topic, { expected: 10, readUncommitted: true })).length).toBe(10);
+      await driver.complete(1);
+      expect(sortedValues(await readAll(topic, { expected: 10 }))).toEqual(range(0, 10));
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it("uses a bounded pool of transactional ids (prefix-subtask-slot), one transaction per checkpoint", async () => {
+    const topic = await createTopic(uniqueName("sink-pool"), 1);
+    const prefix = uniqueName("pool");
+    const driver = await SinkDriver.start(eosSink(topic, prefix, { transactionalIdPoolSize: 3 }), {
+      subtaskIndex: 2,
+      parallelism: 3,
+    });
+    const ids = new Set<string>();
+    try {
+      // The next checkpoint's records arrive before the previous checkpoint completes, as in a
+      // running job: one id pending, one open, one committed but still needed by a restore.
+      await driver.write(["c1"]);
+      for (let checkpoint = 1; checkpoint <= 8; checkpoint++) {
+        await driver.checkpoint(checkpoint);
+        for (const txn of driver.pending()) ids.add(txn.transactionalId ?? "");
+        if (checkpoint < 8) await driver.write([`c${checkpoint + 1}`]);
+        await driver.complete(checkpoint);
+      }
+      expect([...ids].sort()).toEqual([`${prefix}-2-0`, `${prefix}-2-1`, `${prefix}-2-2`]);
+      expect(sortedValues(await readAll(topic, { expected: 8 }))).toEqual(range(1, 9, "c"));
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it("handles empty transactions: no broker transaction, nothing to commit or recover", async () => {
+    const topic = await createTopic(uniqueName("sink-empty"), 1);
+    const prefix = uniqueName("empty");
+    const driver = await SinkDriver.start(eosSink(topic, prefix));
+    await driver.checkpoint(1);
+    expect(driver.pending()[0]?.transactionalId).toBeUndefined();
+    await driver.complete(1);
+    await driver.write(["after-empty"]);
+    const state = await driver.checkpoint(2);
+    await driver.close();
+    // Restoring a checkpoint whose transaction was empty, and one with a real transaction.
+    const restored = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 2, state } });
+    await restored.checkpoint(3);
+    await restored.complete(3);
+    await restored.close();
+    expect(sortedValues(await readAll(topic, { expected: 1 }))).toEqual(["after-empty"]);
+  });
+
+  it("a new process commits what a killed one pre-committed, from the stored id, producer id and epoch", async () => {
+    const topic = await createTopic(uniqueName("sink-recover"), 2);
+    const prefix = uniqueName("recover");
+    const first = await SinkDriver.start(eosSink(topic, prefix));
+    await first.write(range(0, 20));
+    const state = await first.checkpoint(1);
+    await first.write(range(100, 105)); // open transaction, never checkpointed
+    await abandon(first);
+
+    const second = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    try {
+      expect(sortedValues(await readAll(topic, { expected: 20 }))).toEqual(range(0, 20));
+    } finally {
+      await second.close();
+    }
+    // A second restore of the same checkpoint (a crash during recovery) commits again harmlessly.
+    const third = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    await third.write(["after"]);
+    await third.checkpoint(2);
+    await third.complete(2);
+    await third.close();
+    expect(sortedValues(await readAll(topic, { expected: 21 }))).toEqual(sortedValues([...range(0, 20), "after"].map((value) => ({ value }))));
+  });
+
+  it("fences leftovers at start so read_committed consumers are not stuck behind them", async () => {
+    const topic = await createTopic(uniqueName("sink-linger"), 1);
+    const prefix = uniqueName("linger");
+    const first = await SinkDriver.start(eosSink(topic, prefix));
+    await first.write(["committed-1"]);
+    const state = await first.checkpoint(1);
+    await first.complete(1);
+    await first.write(["lingering"]); // left open by the "crash"
+    await abandon(first);
+
+    const second = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    await second.write(["committed-2"]);
+    await second.checkpoint(2);
+    await second.complete(2);
+    await second.close();
+    // Without the abort the last stable offset would stay at "lingering" for the 15-minute timeout.
+    expect(sortedValues(await readAll(topic, { expected: 2 }))).toEqual(["committed-1", "committed-2"]);
+  });
+
+  it("fences a zombie: the old writer can neither write nor commit after a new one recovered", async () => {
+    const topic = await createTopic(uniqueName("sink-zombie"), 1);
+    const prefix = uniqueName("zombie");
+    const zombie = await SinkDriver.start(eosSink(topic, prefix));
+    await zombie.write(["before"]);
+    const state = await zombie.checkpoint(1);
+    await zombie.write(["zombie-open"]);
+
+    const successor = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    const writeError = await zombie
+      .write(["zombie-more"])
+      .then(() => zombie.checkpoint(2))
+      .then(() => zombie.complete(2))
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(writeError).toBeDefined();
+    await zombie.close();
+    await successor.write(["successor"]);
+    await successor.checkpoint(2);
+    await successor.complete(2);
+    await successor.close();
+    expect(sortedValues(await readAll(topic, { expected: 2 }))).toEqual(["before", "successor"]);
+  });
+
+  it("reports data lost to a transaction timeout as TRANSACTION_TIMED_OUT naming the checkpoint, never silently", async () => {
+    const topic = await createTopic(uniqueName("sink-timeout"), 1);
+    const prefix = uniqueName("timeout");
+    const driver = await SinkDriver.start(eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }));
+    await driver.write(["will-be-lost"]);
+    const state = await driver.checkpoint(7);
+    // The broker aborts transactions older than the timeout (its cleanup runs every second here).
+    await sleep(6000);
+    const error = await driver.complete(7).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TransactionError);
+    expect((error as TransactionError).code).toBe("TRANSACTION_TIMED_OUT");
+    expect((error as TransactionError).checkpointId).toBe(7);
+    expect((error as Error).message).toMatch(/checkpoint 7 is lost/);
+    await driver.close();
+
+    // The same after a restart: recovery refuses to go on silently.
+    const recovery = SinkDriver.start(eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }), {
+      restored: { checkpointId: 7, state },
+    });
+    await expect(recovery).rejects.toMatchObject({ code: "TRANSACTION_TIMED_OUT", checkpointId: 7 });
+    expect(await readAll(topic, { timeoutMs: 2000 })).toEqual([]);
+  });
+
+  it("checks transactionTimeout against the broker's transaction.max.timeout.ms and the checkpoint interval", async () => {
+    const topic = await createTopic(uniqueName("sink-config"), 1);
+    const tooLong = SinkDriver.start(eosSink(topic, uniqueName("cfg"), { transactionTimeout: 3_600_000 }));
+    await expect(tooLong).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(tooLong).rejects.toThrow(/transaction.max.timeout.ms .*\(900000 ms\): lower transactionTimeout/);
+    const belowInterval = SinkDriver.start(
+      eosSink(topic, uniqueName("cfg"), { transactionTimeout: 5000, checkpointInterval: 10_000 }),
+    );
+    await expect(belowInterval).rejects.toThrow(/not above the checkpoint interval/);
+    expect(() => new KafkaSink({ brokers: kafkaBrokers(), topic, deliveryGuarantee: "exactly-once" })).toThrow(
+      /transactionalIdPrefix/,
+    );
+  });
+});
+
+describe("KafkaSink other guarantees and serialization", () => {
+  for (const deliveryGuarantee of ["at-least-once", "none"] as const) {
+    it(`${deliveryGuarantee}: writes every record`, async () => {
+      const topic = await createTopic(uniqueName(`sink-${deliveryGuarantee}`), 2);
+      const driver = await SinkDriver.start(new KafkaSink<string>({ brokers: kafkaBrokers(), topic, deliveryGuarantee }));
+      await driver.write(range(0, 50));
+      await driver.checkpoint(1);
+      await driver.complete(1);
+      await driver.close();
+      expect(sortedValues(await readAll(topic, { expected: 50 }))).toEqual(range(0, 50));
+    });
+  }
+
+  it("serializes key, value and headers, chooses the topic per record, and uses a custom partitioner", async () => {
+    const even = await createTopic(uniqueName("sink-even"), 3);
+    const odd = await createTopic(uniqueName("sink-odd"), 3);
+    interface Reading {
+      id: number;
+      sensor: string;
+    }
+    const driver = await SinkDriver.start(
+      new KafkaSink<Reading>({
+        brokers: kafkaBrokers(),
+        topic: (r) => (r.id % 2 === 0 ? even : odd),
+        key: { serialize: (r) => r.sensor },
+        value: Serializers.json(),
+        headers: (r) => ({ source: `sensor-${r.sensor}` }),
+        partitioner: ({ partitionCount }) => partitionCount - 1,
+        deliveryGuarantee: "exactly-once",
+        transactionalIdPrefix: uniqueName("serde"),
+      }),
+    );
+    await driver.write([
+      { id: 1, sensor: "a" },
+      { id: 2, sensor: "b" },
+      { id: 4, sensor: "c" },
+    ]);
+    await driver.checkpoint(1);
+    await driver.complete(1);
+    await driver.close();
+    const evens = await readAll(even, { expected: 2 });
+    expect(evens.map((r) => [r.partition, r.key, JSON.parse(r.value ?? "null").id, r.headers.source])).toEqual([
+      [2, "b", 2, "sensor-b"],
+      [2, "c", 4, "sensor-c"],
+    ]);
+    expect((await readAll(odd, { expected: 1 })).map((r) => r.key)).toEqual(["a"]);
+  });
+});
