@@ -18,7 +18,14 @@ export type {
   OnTimerContext,
   TimerService,
 } from "./api/process-function.js";
-export { checksumOf } from "./checkpoint/checkpoint-files.js";
+export {
+  assertCheckpointName,
+  checksumOf,
+  parseCheckpointMetadata,
+  serializeCheckpointMetadata,
+  subtaskEntriesOf,
+  verifySubtaskStates,
+} from "./checkpoint/checkpoint-files.js";
 // Checkpoints
 export type {
   CheckpointMetadata,
@@ -68,6 +75,8 @@ export type { FileSinkOptions, FileTransaction } from "./sink/file-sink.js";
 export { FileSink, readCommittedFiles } from "./sink/file-sink.js";
 // Sinks
 export type { Sink, SinkContext, SinkFactory } from "./sink/sink.js";
+export type { HarnessCheckpoint } from "./sink/testing/sink-test-harness.js";
+export { SinkTestHarness } from "./sink/testing/sink-test-harness.js";
 export type {
   CommitErrorClassification,
   CommitRetryOptions,
@@ -89,6 +98,8 @@ export type {
   SplitEnumeratorContext,
 } from "./source/source.js";
 export type { StateKey } from "./state/keyed-state-backend.js";
+export type { OperatorStateDistributionMode, OperatorStateSnapshot } from "./state/operator-state-store.js";
+export { DefaultOperatorStateStore, redistributeOperatorState } from "./state/operator-state-store.js";
 // State
 export type { TypeSerializer } from "./state/serializer.js";
 export { defaultSerializer, defaultSerializerFor, jsonSerializer } from "./state/serializer.js";
@@ -114,3 +125,4 @@ export {
   TumblingProcessingTimeWindows,
 } from "./window/window-assigners.js";
 export type { WindowOptions } from "./window/window-function.js";
+export { createWindowAggregateFunction, createWindowReduceFunction } from "./window/window-function.js";

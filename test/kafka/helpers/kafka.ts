@@ -16,8 +16,8 @@ export function kafkaBrokers(): string[] {
   return value.split(",").map((b) => b.trim());
 }
 
-export function kafkaClient(): Kafka {
-  return new Kafka({ brokers: kafkaBrokers(), clientId: "onceflow-test", logLevel: logLevel.NOTHING });
+export function kafkaClient(brokers: string[] = kafkaBrokers()): Kafka {
+  return new Kafka({ brokers, clientId: "onceflow-test", logLevel: logLevel.NOTHING });
 }
 
 /** A topic name unique to this run, since the broker is shared. */

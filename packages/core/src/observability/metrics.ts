@@ -58,6 +58,7 @@ export const MetricNames = {
   recordsSkipped: "onceflow_records_skipped_total",
   recordsDeadLettered: "onceflow_records_dead_lettered_total",
   commitRetries: "onceflow_commit_retries_total",
+  lateRecordsDropped: "onceflow_late_records_dropped_total",
 } as const;
 
 const noop = { inc() {}, set() {}, observe() {} };

@@ -6,7 +6,7 @@ import type {
   OnTimerContext,
 } from "../api/process-function.js";
 import { ConfigurationError } from "../errors/onceflow-error.js";
-import type { Counter } from "../observability/metrics.js";
+import { type Counter, MetricNames } from "../observability/metrics.js";
 import type { MapState } from "../state/state.js";
 import type { AggregateFunction, ReduceFunction, WindowResultFunction } from "./aggregate-function.js";
 import { TimeWindow } from "./time-window.js";
@@ -21,7 +21,7 @@ import type { WindowAssigner } from "./window-assigners.js";
  * metrics.read(LATE_RECORDS_DROPPED_METRIC); // with createMemoryMetrics()
  * ```
  */
-export const LATE_RECORDS_DROPPED_METRIC = "onceflow_late_records_dropped_total";
+export const LATE_RECORDS_DROPPED_METRIC = MetricNames.lateRecordsDropped;
 
 /**
  * Options of a window operator.

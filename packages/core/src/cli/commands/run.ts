@@ -12,6 +12,8 @@ interface RunOptions {
 /** What `run` needs of a job: the runtime's `Job` fits (duck-typed, so any compatible object does). */
 interface ExecutableJob {
   execute(): Promise<unknown>;
+  /** Stop with a final checkpoint; called on SIGTERM/SIGINT when present. */
+  stop?(): void;
 }
 
 const isExecutable = (value: unknown): value is ExecutableJob =>
@@ -48,11 +50,18 @@ export function addRunCommand(
         });
       });
       const job = await findJob(exports, options.jobExport);
+      // SIGTERM/SIGINT stop the job with a final checkpoint (stop-with-savepoint), then exit 0.
+      const stop = (): void => job.stop?.();
+      process.on("SIGTERM", stop);
+      process.on("SIGINT", stop);
       let result: unknown;
       try {
         result = await job.execute();
       } catch (error) {
         throw error instanceof OnceflowError ? error : asOnceflowError(error, "JOB_FAILED");
+      } finally {
+        process.off("SIGTERM", stop);
+        process.off("SIGINT", stop);
       }
       io.stdout(`job finished${describeResult(result)}\n`);
     });
