@@ -10,13 +10,18 @@ import { runFixture } from "./crash-helpers.js";
 
 const preparedUrl = (() => {
   const url = process.env.ONCEFLOW_POSTGRES_URL;
-  if (!url) throw new Error("ONCEFLOW_POSTGRES_URL is not set (a PostgreSQL with max_prepared_transactions > 0)");
+  if (!url)
+    throw new Error("ONCEFLOW_POSTGRES_URL is not set (a PostgreSQL with max_prepared_transactions > 0)");
   return url;
 })();
 const stagingUrl = process.env.ONCEFLOW_POSTGRES_NO2PC_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const COUNT = 3000;
 
-async function query<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+async function query<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -43,39 +48,49 @@ describe.each(modes)("generator → PostgresSink ($mode mode) killed with SIGKIL
     await query(url, "SELECT 1");
   });
 
-  it.each(phases)("at %s, then rerun: every input exactly once, nothing left prepared or staged", async (phase) => {
-    const table = `crash_${mode}_${phase.replace(/-/g, "_")}_${tag}`;
-    const jobId = `crash-${mode}-${phase}-${tag}`.replace(/_/g, "-");
-    tables.push({ url, table });
-    await query(url, `CREATE TABLE ${table} (id bigint NOT NULL, payload text NOT NULL)`);
-    const env = { PG_URL: url, TABLE: table, MODE: mode, JOB_ID: jobId, COUNT: String(COUNT) };
+  it.each(phases)(
+    "at %s, then rerun: every input exactly once, nothing left prepared or staged",
+    async (phase) => {
+      const table = `crash_${mode}_${phase.replace(/-/g, "_")}_${tag}`;
+      const jobId = `crash-${mode}-${phase}-${tag}`.replace(/_/g, "-");
+      tables.push({ url, table });
+      await query(url, `CREATE TABLE ${table} (id bigint NOT NULL, payload text NOT NULL)`);
+      const env = { PG_URL: url, TABLE: table, MODE: mode, JOB_ID: jobId, COUNT: String(COUNT) };
 
-    const crashed = runFixture({ ...env, CRASH_AT: phase, CRASH_CHECKPOINT: "2" });
-    const line = await crashed.waitFor("ONCEFLOW-PHASE");
-    expect(line).toContain(phase);
-    crashed.child.kill("SIGKILL");
-    expect((await crashed.exited).signal).toBe("SIGKILL");
+      const crashed = runFixture({ ...env, CRASH_AT: phase, CRASH_CHECKPOINT: "2" });
+      const line = await crashed.waitFor("ONCEFLOW-PHASE");
+      expect(line).toContain(phase);
+      crashed.child.kill("SIGKILL");
+      expect((await crashed.exited).signal).toBe("SIGKILL");
 
-    const rerun = runFixture(env);
-    const done = await rerun.waitFor("ONCEFLOW-DONE", 120_000).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${rerun.output()}`);
-    });
-    expect((await rerun.exited).code, rerun.output()).toBe(0);
-    expect(JSON.parse(done.slice("ONCEFLOW-DONE ".length)).restoredCheckpointId).toBeGreaterThanOrEqual(1);
+      const rerun = runFixture(env);
+      const done = await rerun.waitFor("ONCEFLOW-DONE", 120_000).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${rerun.output()}`);
+      });
+      expect((await rerun.exited).code, rerun.output()).toBe(0);
+      expect(JSON.parse(done.slice("ONCEFLOW-DONE ".length)).restoredCheckpointId).toBeGreaterThanOrEqual(1);
 
-    const counts = await query<{ total: string; distinct_ids: string; min: string; max: string }>(
-      url,
-      `SELECT count(*) AS total, count(DISTINCT id) AS distinct_ids, min(id) AS min, max(id) AS max FROM ${table}`,
-    );
-    expect(counts[0]).toEqual({ total: String(COUNT), distinct_ids: String(COUNT), min: "0", max: String(COUNT - 1) });
-    const sinkId = `${jobId}.out`.replace(/[^A-Za-z0-9_.:]/g, "_");
-    const leftovers = await query(url, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE $1", [`${sinkId}%`]);
-    expect(leftovers).toEqual([]);
-    const staged = await query<{ n: string }>(
-      url,
-      "SELECT count(*) AS n FROM onceflow_sink_epochs e JOIN pg_class c ON c.relname LIKE 'onceflow_stage_%' WHERE e.sink_id LIKE $1 AND c.relname LIKE 'onceflow_stage_' || left(encode(sha256(convert_to(e.sink_id, 'UTF8')), 'hex'), 12) || '%'",
-      [`${sinkId}%`],
-    );
-    expect(staged[0]?.n).toBe("0");
-  });
+      const counts = await query<{ total: string; distinct_ids: string; min: string; max: string }>(
+        url,
+        `SELECT count(*) AS total, count(DISTINCT id) AS distinct_ids, min(id) AS min, max(id) AS max FROM ${table}`,
+      );
+      expect(counts[0]).toEqual({
+        total: String(COUNT),
+        distinct_ids: String(COUNT),
+        min: "0",
+        max: String(COUNT - 1),
+      });
+      const sinkId = `${jobId}.out`.replace(/[^A-Za-z0-9_.:]/g, "_");
+      const leftovers = await query(url, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE $1", [
+        `${sinkId}%`,
+      ]);
+      expect(leftovers).toEqual([]);
+      const staged = await query<{ n: string }>(
+        url,
+        "SELECT count(*) AS n FROM onceflow_sink_epochs e JOIN pg_class c ON c.relname LIKE 'onceflow_stage_%' WHERE e.sink_id LIKE $1 AND c.relname LIKE 'onceflow_stage_' || left(encode(sha256(convert_to(e.sink_id, 'UTF8')), 'hex'), 12) || '%'",
+        [`${sinkId}%`],
+      );
+      expect(staged[0]?.n).toBe("0");
+    },
+  );
 });

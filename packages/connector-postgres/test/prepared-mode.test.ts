@@ -65,9 +65,11 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
     await driver.complete(1);
     expect(await idsOf(sinkId)).toEqual(events(0, 10).map((e) => e.id));
     expect(await preparedGids(url, sinkId)).toEqual([]);
-    const markers = await sql(url, "SELECT checkpoint_id::int, row_count::int FROM onceflow_sink_markers WHERE sink_id = $1", [
-      sinkId,
-    ]);
+    const markers = await sql(
+      url,
+      "SELECT checkpoint_id::int, row_count::int FROM onceflow_sink_markers WHERE sink_id = $1",
+      [sinkId],
+    );
     expect(markers).toEqual([{ checkpoint_id: 1, row_count: 10 }]);
     // An empty interval prepares nothing.
     await driver.snapshot(2);
@@ -144,10 +146,10 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
         mode: "prepared",
         sinkId,
         write: async (client, rows) => {
-          await client.query(`INSERT INTO ${table} (id, payload) SELECT * FROM unnest($1::bigint[], $2::text[])`, [
-            rows.map((row) => row.id),
-            rows.map((row) => row.payload),
-          ]);
+          await client.query(
+            `INSERT INTO ${table} (id, payload) SELECT * FROM unnest($1::bigint[], $2::text[])`,
+            [rows.map((row) => row.id), rows.map((row) => row.payload)],
+          );
           // A swallowed error leaves the transaction aborted: PREPARE then answers ROLLBACK.
           await client.query("SELECT 1 / 0").catch(() => undefined);
         },
@@ -195,10 +197,10 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
         sinkId,
         batchSize: 2,
         write: async (client, rows) => {
-          await client.query(`INSERT INTO ${table} (id, payload) SELECT * FROM unnest($1::bigint[], $2::text[])`, [
-            rows.map((row) => row.id),
-            rows.map((row) => row.payload),
-          ]);
+          await client.query(
+            `INSERT INTO ${table} (id, payload) SELECT * FROM unnest($1::bigint[], $2::text[])`,
+            [rows.map((row) => row.id), rows.map((row) => row.payload)],
+          );
         },
       }),
     );

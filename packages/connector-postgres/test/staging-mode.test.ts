@@ -37,7 +37,10 @@ function sinkFor(sinkId: string, extra: Partial<PostgresSinkOptions<Event>> = {}
 }
 
 function tagged(sinkId: string, from: number, to: number): Event[] {
-  return Array.from({ length: to - from }, (_, index) => ({ id: from + index, payload: `${sinkId}:${from + index}` }));
+  return Array.from({ length: to - from }, (_, index) => ({
+    id: from + index,
+    payload: `${sinkId}:${from + index}`,
+  }));
 }
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, index) => from + index);
@@ -76,7 +79,11 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     expect(await idsOf(sinkId)).toEqual(range(0, 10));
     expect((await stagingTables()).filter((name) => !before.includes(name))).toEqual([]);
     expect(
-      await sql(url, "SELECT checkpoint_id::int, row_count::int FROM onceflow_sink_markers WHERE sink_id = $1", [sinkId]),
+      await sql(
+        url,
+        "SELECT checkpoint_id::int, row_count::int FROM onceflow_sink_markers WHERE sink_id = $1",
+        [sinkId],
+      ),
     ).toEqual([{ checkpoint_id: 1, row_count: 10 }]);
     await driver.close();
   });

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import {
-  type CheckpointMetadata,
   CheckpointError,
+  type CheckpointMetadata,
   type CheckpointStorage,
   type CompletedCheckpoint,
   ConfigurationError,
@@ -9,9 +9,9 @@ import {
   silentLogger,
 } from "@onceflow/core";
 import type pg from "pg";
-import { type PoolHandle, type PostgresConnectionOptions, openPool } from "../sql/pool.js";
 import { type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
+import { openPool, type PoolHandle, type PostgresConnectionOptions } from "../sql/pool.js";
 import { asPermissionError } from "../sql/table-schema.js";
 
 /**
@@ -47,7 +47,10 @@ function assertName(setting: "jobId" | "scope", name: string): void {
 
 function assertId(checkpointId: number): void {
   if (!Number.isSafeInteger(checkpointId) || checkpointId < 0) {
-    throw new ConfigurationError("checkpointId", `must be a non-negative integer, got ${String(checkpointId)}`);
+    throw new ConfigurationError(
+      "checkpointId",
+      `must be a non-negative integer, got ${String(checkpointId)}`,
+    );
   }
 }
 
@@ -64,7 +67,9 @@ function verifyStates(
   code: "CHECKPOINT_FAILED" | "CHECKPOINT_CORRUPT",
 ): void {
   const fail = (problem: string): never => {
-    throw new CheckpointError(code, `${describe(metadata)}: ${problem}`, { checkpointId: metadata.checkpointId });
+    throw new CheckpointError(code, `${describe(metadata)}: ${problem}`, {
+      checkpointId: metadata.checkpointId,
+    });
   };
   if (!Array.isArray(metadata.subtasks)) fail("metadata.subtasks is not an array");
   const seen = new Set<number>();
@@ -72,14 +77,21 @@ function verifyStates(
     if (seen.has(entry.subtaskIndex)) fail(`subtask ${entry.subtaskIndex} is listed twice in the metadata`);
     seen.add(entry.subtaskIndex);
     const bytes = states.get(entry.subtaskIndex);
-    if (bytes === undefined) return fail(`the state of subtask ${entry.subtaskIndex} is missing`);
-    if (bytes.length !== entry.stateBytes) {
-      fail(`the state of subtask ${entry.subtaskIndex} has ${bytes.length} bytes, the metadata says ${entry.stateBytes}`);
+    if (bytes === undefined) {
+      fail(`the state of subtask ${entry.subtaskIndex} is missing`);
+      continue;
     }
-    if (sha256(bytes) !== entry.sha256) fail(`the state of subtask ${entry.subtaskIndex} fails its SHA-256 check`);
+    if (bytes.length !== entry.stateBytes) {
+      fail(
+        `the state of subtask ${entry.subtaskIndex} has ${bytes.length} bytes, the metadata says ${entry.stateBytes}`,
+      );
+    }
+    if (sha256(bytes) !== entry.sha256)
+      fail(`the state of subtask ${entry.subtaskIndex} fails its SHA-256 check`);
   }
   for (const subtaskIndex of states.keys()) {
-    if (!seen.has(subtaskIndex)) fail(`there is state for subtask ${subtaskIndex} that the metadata does not list`);
+    if (!seen.has(subtaskIndex))
+      fail(`there is state for subtask ${subtaskIndex} that the metadata does not list`);
   }
 }
 
@@ -114,7 +126,10 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     const schema = options.schema ?? "public";
     const table = options.table ?? "onceflow_checkpoints";
     if (table.length > 57) {
-      throw new ConfigurationError("table", `must be at most 57 bytes (it gets a '_state' suffix), got ${table.length}`);
+      throw new ConfigurationError(
+        "table",
+        `must be at most 57 bytes (it gets a '_state' suffix), got ${table.length}`,
+      );
     }
     this.checkpoints = tableName(schema, table);
     this.states = tableName(schema, `${table}_state`);
@@ -203,8 +218,9 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     assertName("jobId", jobId);
     await this.ensureTables();
     const result = await this.handle.pool
-      .query<{ metadata: CheckpointMetadata; checkpoint_id: string; scope: string }>(
-        `SELECT metadata, checkpoint_id::text, scope FROM ${this.checkpoints.sql}
+      .query<{ metadata: CheckpointMetadata; id: string; scope: string }>(
+        // Ordered by the bigint column (not its text), then scope in byte order as core compares them.
+        `SELECT metadata, checkpoint_id::text AS id, scope FROM ${this.checkpoints.sql}
           WHERE job_id = $1 ORDER BY checkpoint_id, scope COLLATE "C"`,
         [jobId],
       )
@@ -216,14 +232,14 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
       if (
         typeof metadata !== "object" ||
         metadata === null ||
-        metadata.checkpointId !== Number(row.checkpoint_id) ||
+        metadata.checkpointId !== Number(row.id) ||
         metadata.scope !== row.scope ||
         metadata.jobId !== jobId
       ) {
         throw new CheckpointError(
           "CHECKPOINT_CORRUPT",
-          `checkpoint ${row.checkpoint_id} of job ${jobId} (scope ${row.scope}): its metadata does not match its row`,
-          { checkpointId: Number(row.checkpoint_id) },
+          `checkpoint ${row.id} of job ${jobId} (scope ${row.scope}): its metadata does not match its row`,
+          { checkpointId: Number(row.id) },
         );
       }
       return metadata;
@@ -256,9 +272,13 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
       const metadata = found.rows[0]?.metadata;
       if (metadata === undefined) {
         await client.query("COMMIT");
-        throw new CheckpointError("CHECKPOINT_NOT_FOUND", `${describe(at)} does not exist in ${this.description}`, {
-          checkpointId,
-        });
+        throw new CheckpointError(
+          "CHECKPOINT_NOT_FOUND",
+          `${describe(at)} does not exist in ${this.description}`,
+          {
+            checkpointId,
+          },
+        );
       }
       const rows = await client.query<{ subtask: number; state: Buffer }>(
         `SELECT subtask, state FROM ${this.states.sql} WHERE job_id = $1 AND scope = $2 AND checkpoint_id = $3`,
@@ -266,9 +286,13 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
       );
       await client.query("COMMIT");
       if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
-        throw new CheckpointError("CHECKPOINT_CORRUPT", `${describe(at)}: its metadata names another checkpoint`, {
-          checkpointId,
-        });
+        throw new CheckpointError(
+          "CHECKPOINT_CORRUPT",
+          `${describe(at)}: its metadata names another checkpoint`,
+          {
+            checkpointId,
+          },
+        );
       }
       const subtaskStates = new Map<number, Buffer>();
       for (const row of rows.rows) subtaskStates.set(row.subtask, row.state);
@@ -302,7 +326,11 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
         checkpointId,
       ])
       .catch((error: unknown) => {
-        throw this.failed(error, "CHECKPOINT_FAILED", `discarding ${describe({ jobId, scope, checkpointId })}`);
+        throw this.failed(
+          error,
+          "CHECKPOINT_FAILED",
+          `discarding ${describe({ jobId, scope, checkpointId })}`,
+        );
       });
   }
 
@@ -350,12 +378,7 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     }
   }
 
-  private failed(
-    error: unknown,
-    code: "CHECKPOINT_FAILED",
-    doing: string,
-    checkpointId?: number,
-  ): unknown {
+  private failed(error: unknown, code: "CHECKPOINT_FAILED", doing: string, checkpointId?: number): unknown {
     if (error instanceof CheckpointError || error instanceof ConfigurationError) return error;
     const permission = asPermissionError(error, "table", doing);
     if (permission !== error) return permission;

@@ -43,7 +43,12 @@ export type PostgresErrorReason = (typeof PostgresErrorReason)[keyof typeof Post
 export class PostgresConfigurationError extends ConfigurationError {
   /** Which configuration problem this is. */
   readonly reason: PostgresErrorReason;
-  constructor(setting: string, reason: PostgresErrorReason, problem: string, options: { cause?: unknown } = {}) {
+  constructor(
+    setting: string,
+    reason: PostgresErrorReason,
+    problem: string,
+    options: { cause?: unknown } = {},
+  ) {
     super(setting, problem, options);
     this.reason = reason;
   }

@@ -3,9 +3,10 @@ import type { ClientBase, Pool } from "pg";
 
 /** A connection or a pool: anything with `query`. */
 type Queryable = ClientBase | Pool;
+
+import { type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { asPermissionError } from "../sql/table-schema.js";
-import { type TableName, tableName } from "../sql/identifiers.js";
 
 /**
  * The two small tables every PostgresSink shares in its schema:
@@ -44,7 +45,11 @@ export class ControlTables {
         // Two sessions creating the same table at once: the loser sees a duplicate.
         const state = sqlState(error);
         if (state === SqlState.uniqueViolation || state === SqlState.duplicateTable) continue;
-        throw asPermissionError(error, "controlSchema", `creating ${this.markers.sql} and ${this.epochs.sql}`);
+        throw asPermissionError(
+          error,
+          "controlSchema",
+          `creating ${this.markers.sql} and ${this.epochs.sql}`,
+        );
       }
     }
   }
@@ -53,7 +58,12 @@ export class ControlTables {
    * Starts a new epoch for (sink, subtask) and returns it. Waits (up to `lockTimeoutMs`) for any
    * commit of an older epoch that holds the share lock; throws the lock error when that takes longer.
    */
-  async bumpEpoch(client: ClientBase, sinkId: string, subtask: number, lockTimeoutMs: number): Promise<number> {
+  async bumpEpoch(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    lockTimeoutMs: number,
+  ): Promise<number> {
     await client.query("BEGIN");
     try {
       await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
@@ -114,7 +124,12 @@ export class ControlTables {
     );
   }
 
-  async hasMarker(client: ClientBase, sinkId: string, subtask: number, checkpointId: number): Promise<boolean> {
+  async hasMarker(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    checkpointId: number,
+  ): Promise<boolean> {
     const result = await client.query(
       `SELECT 1 FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id = $3`,
       [sinkId, subtask, checkpointId],
@@ -123,7 +138,13 @@ export class ControlTables {
   }
 
   /** Keeps the markers bounded: the ones below `checkpointId - keep` can no longer be asked about. */
-  async prune(client: ClientBase, sinkId: string, subtask: number, checkpointId: number, keep: number): Promise<void> {
+  async prune(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    checkpointId: number,
+    keep: number,
+  ): Promise<void> {
     await client.query(
       `DELETE FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id < $3`,
       [sinkId, subtask, checkpointId - keep],
@@ -134,7 +155,12 @@ export class ControlTables {
    * On recovery: forgets markers of checkpoints after the restored one (a fresh start forgets them
    * all), so that the checkpoint ids this run uses again start clean. Safe only after the epoch bump.
    */
-  async forgetAfter(client: Queryable, sinkId: string, subtask: number, checkpointId: number | undefined): Promise<void> {
+  async forgetAfter(
+    client: Queryable,
+    sinkId: string,
+    subtask: number,
+    checkpointId: number | undefined,
+  ): Promise<void> {
     await client.query(
       `DELETE FROM ${this.markers.sql} WHERE sink_id = $1 AND subtask = $2 AND checkpoint_id > $3`,
       [sinkId, subtask, checkpointId ?? -1],

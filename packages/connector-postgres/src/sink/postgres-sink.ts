@@ -5,17 +5,17 @@ import {
   type FunctionSnapshotContext,
   type SinkContext,
   TransactionError,
-  type TypeSerializer,
   TwoPhaseCommitSink,
+  type TypeSerializer,
 } from "@onceflow/core";
 import type { PoolClient } from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import type { ColumnEncoding } from "../sql/copy-text.js";
 import { copyRows } from "../sql/copy-writer.js";
-import { prepareTransaction } from "../sql/prepared-transactions.js";
 import { literal, quote, shortHash, type TableName, tableName } from "../sql/identifiers.js";
 import { isTransient, messageOf, SqlState, sqlState } from "../sql/pg-errors.js";
 import { openPool, type PoolHandle } from "../sql/pool.js";
+import { prepareTransaction } from "../sql/prepared-transactions.js";
 import { asPermissionError, checkColumns, checkUniqueIndex, readTableSchema } from "../sql/table-schema.js";
 import { ControlTables } from "./control-tables.js";
 import type { PostgresSinkMode, PostgresSinkOptions, PostgresSinkTableOptions } from "./options.js";
@@ -76,7 +76,10 @@ interface TargetTable {
   readonly table: TableName;
   readonly columns: readonly string[];
   readonly encodings: readonly ColumnEncoding[];
-  readonly upsert?: { readonly conflictColumns: readonly string[]; readonly updateColumns: readonly string[] };
+  readonly upsert?: {
+    readonly conflictColumns: readonly string[];
+    readonly updateColumns: readonly string[];
+  };
   /** Prepared-mode upserts: rows of the open transaction wait here (never a temporary table: it could not be prepared). */
   readonly scratch?: TableName;
 }
@@ -171,14 +174,18 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     this.options = options;
     this.requestedMode = options.mode ?? "auto";
     if (!["prepared", "staging", "auto"].includes(this.requestedMode)) {
-      throw invalid("mode", `must be 'prepared', 'staging' or 'auto', got ${JSON.stringify(this.requestedMode)}`);
+      throw invalid(
+        "mode",
+        `must be 'prepared', 'staging' or 'auto', got ${JSON.stringify(this.requestedMode)}`,
+      );
     }
     this.batchSize = positiveInteger("batchSize", options.batchSize ?? 5000);
     this.lockTimeout = positiveInteger("lockTimeout", options.lockTimeout ?? 10_000);
     this.markerRetention = positiveInteger("markerRetention", options.markerRetention ?? 100);
     if (options.sinkId !== undefined) checkSinkId(options.sinkId);
     if (options.write !== undefined) {
-      if (typeof options.write !== "function") throw invalid("write", "must be a function (client, rows) => Promise<void>");
+      if (typeof options.write !== "function")
+        throw invalid("write", "must be a function (client, rows) => Promise<void>");
       if (this.requestedMode === "staging") {
         throw invalid(
           "write",
@@ -238,7 +245,10 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
   }
 
-  protected override async preCommit(txn: PostgresTransaction, checkpoint: FunctionSnapshotContext): Promise<void> {
+  protected override async preCommit(
+    txn: PostgresTransaction,
+    checkpoint: FunctionSnapshotContext,
+  ): Promise<void> {
     const setup = await this.ready();
     const handle = this.handleOf(txn);
     if (handle.buffer.length > 0) await this.flush(txn, handle);
@@ -277,7 +287,9 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
     if (txn.gid !== undefined) await this.rollbackPrepared(setup, [txn.gid]);
     if (txn.stageTable !== undefined) {
-      await setup.pool.pool.query(`DROP TABLE IF EXISTS ${tableName(this.targetSchema(), txn.stageTable).sql}`);
+      await setup.pool.pool.query(
+        `DROP TABLE IF EXISTS ${tableName(this.targetSchema(), txn.stageTable).sql}`,
+      );
     }
   }
 
@@ -395,7 +407,10 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     const pool = openPool(options, this.logger);
     try {
       if (!pool.owned && (pool.pool.options.max ?? 10) < 2) {
-        throw invalid("pool", "needs room for at least 2 connections (one holds the open transaction, one commits)");
+        throw invalid(
+          "pool",
+          "needs room for at least 2 connections (one holds the open transaction, one commits)",
+        );
       }
       const client = await pool.pool.connect();
       try {
@@ -414,7 +429,12 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
   }
 
-  private async inspect(client: PoolClient, pool: PoolHandle, sinkId: string, subtask: number): Promise<Setup> {
+  private async inspect(
+    client: PoolClient,
+    pool: PoolHandle,
+    sinkId: string,
+    subtask: number,
+  ): Promise<Setup> {
     const setting = await client.query<{ value: string }>(
       "SELECT current_setting('max_prepared_transactions') AS value",
     );
@@ -425,7 +445,8 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       this.options.markerTable ?? "onceflow_sink_markers",
       this.options.epochTable ?? "onceflow_sink_epochs",
     );
-    const target = this.options.table === undefined ? undefined : await this.inspectTarget(client, mode, sinkId, subtask);
+    const target =
+      this.options.table === undefined ? undefined : await this.inspectTarget(client, mode, sinkId, subtask);
     await control.ensure(client);
     const epoch = await control.bumpEpoch(client, sinkId, subtask, this.lockTimeout);
     const message =
@@ -468,14 +489,19 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     const schema = await readTableSchema(
       client,
       table,
-      operation.type === "upsert" ? ["INSERT", "UPDATE", "SELECT"] : mode === "staging" ? ["INSERT", "SELECT"] : ["INSERT"],
+      operation.type === "upsert"
+        ? ["INSERT", "UPDATE", "SELECT"]
+        : mode === "staging"
+          ? ["INSERT", "SELECT"]
+          : ["INSERT"],
     );
     const infos = checkColumns(schema, options.columns);
     const encodings = infos.map((info) => info.encoding);
     if (operation.type !== "upsert") return { table, columns: options.columns, encodings };
     await checkUniqueIndex(client, schema, operation.conflictColumns);
     const updateColumns =
-      operation.updateColumns ?? options.columns.filter((column) => !operation.conflictColumns.includes(column));
+      operation.updateColumns ??
+      options.columns.filter((column) => !operation.conflictColumns.includes(column));
     const upsert = { conflictColumns: operation.conflictColumns, updateColumns };
     if (mode === "staging") return { table, columns: options.columns, encodings, upsert };
     // Created once and kept: dropping it could wait on a prepared transaction that still uses it.
@@ -518,12 +544,18 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     const row = options.toRow === undefined ? (value as unknown) : options.toRow(value);
     if (Array.isArray(row)) {
       if (row.length !== options.columns.length) {
-        throw invalid("toRow", `returned ${row.length} values for ${options.columns.length} columns (${options.columns.join(", ")})`);
+        throw invalid(
+          "toRow",
+          `returned ${row.length} values for ${options.columns.length} columns (${options.columns.join(", ")})`,
+        );
       }
       return row;
     }
     if (typeof row !== "object" || row === null) {
-      throw invalid("toRow", `must return an array (in 'columns' order) or an object keyed by column, got ${typeof row}`);
+      throw invalid(
+        "toRow",
+        `must return an array (in 'columns' order) or an object keyed by column, got ${typeof row}`,
+      );
     }
     const record = row as Record<string, unknown>;
     return options.columns.map((column) => record[column]);
@@ -541,7 +573,11 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
         else await this.copyInto(setup.target!, client, rows as unknown[][], handle, true);
       } catch (error) {
         handle.clientError ??= error instanceof Error ? error : new Error(String(error));
-        throw asPermissionError(error, "table", `writing into ${setup.target?.table.sql ?? "the custom write"}`);
+        throw asPermissionError(
+          error,
+          "table",
+          `writing into ${setup.target?.table.sql ?? "the custom write"}`,
+        );
       }
     } else {
       const target = setup.target!;
@@ -659,9 +695,21 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
   }
 
-  private async insertMarker(setup: Setup, client: PoolClient, txn: PostgresTransaction, checkpointId: number) {
+  private async insertMarker(
+    setup: Setup,
+    client: PoolClient,
+    txn: PostgresTransaction,
+    checkpointId: number,
+  ) {
     try {
-      await setup.control.insertMarker(client, setup.sinkId, setup.subtask, checkpointId, txn.epoch, txn.rows);
+      await setup.control.insertMarker(
+        client,
+        setup.sinkId,
+        setup.subtask,
+        checkpointId,
+        txn.epoch,
+        txn.rows,
+      );
     } catch (error) {
       if (sqlState(error) !== SqlState.uniqueViolation) throw error;
       throw new TransactionError(
@@ -773,7 +821,9 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
           { checkpointId, transactionId: txn.stageTable, cause: undefined },
         );
       }
-      const exists = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [stage.sql]);
+      const exists = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [
+        stage.sql,
+      ]);
       if (exists.rows[0]?.oid == null) {
         throw new TransactionError(
           "TRANSACTION_TIMED_OUT",
@@ -819,7 +869,6 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       );
     }
   }
-
 }
 
 function upsertStatement(target: TargetTable, from: TableName): string {
@@ -849,7 +898,8 @@ function invalid(setting: string, problem: string): PostgresConfigurationError {
 }
 
 function positiveInteger(setting: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw invalid(setting, `must be a whole number of at least 1, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw invalid(setting, `must be a whole number of at least 1, got ${value}`);
   return value;
 }
 
@@ -870,13 +920,19 @@ function checkTableOptions<IN>(options: PostgresSinkTableOptions<IN>): void {
   if (!Array.isArray(options.columns) || options.columns.length === 0) {
     throw invalid("columns", "give the columns to write, in the order toRow returns them");
   }
-  if (new Set(options.columns).size !== options.columns.length) throw invalid("columns", "lists a column twice");
-  if (options.columns.includes(SEQ_COLUMN)) throw invalid("columns", `"${SEQ_COLUMN}" is reserved by the sink`);
-  if (options.toRow !== undefined && typeof options.toRow !== "function") throw invalid("toRow", "must be a function");
+  if (new Set(options.columns).size !== options.columns.length)
+    throw invalid("columns", "lists a column twice");
+  if (options.columns.includes(SEQ_COLUMN))
+    throw invalid("columns", `"${SEQ_COLUMN}" is reserved by the sink`);
+  if (options.toRow !== undefined && typeof options.toRow !== "function")
+    throw invalid("toRow", "must be a function");
   const operation = options.operation ?? { type: "insert" };
   if (operation.type === "upsert") {
     if (!Array.isArray(operation.conflictColumns) || operation.conflictColumns.length === 0) {
-      throw invalid("operation.conflictColumns", "an upsert needs the columns of a unique index or constraint");
+      throw invalid(
+        "operation.conflictColumns",
+        "an upsert needs the columns of a unique index or constraint",
+      );
     }
     for (const column of [...operation.conflictColumns, ...(operation.updateColumns ?? [])]) {
       if (!options.columns.includes(column)) {
@@ -884,6 +940,9 @@ function checkTableOptions<IN>(options: PostgresSinkTableOptions<IN>): void {
       }
     }
   } else if (operation.type !== "insert") {
-    throw invalid("operation", `type must be 'insert' or 'upsert', got ${JSON.stringify((operation as { type: unknown }).type)}`);
+    throw invalid(
+      "operation",
+      `type must be 'insert' or 'upsert', got ${JSON.stringify((operation as { type: unknown }).type)}`,
+    );
   }
 }

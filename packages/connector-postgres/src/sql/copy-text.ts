@@ -31,7 +31,13 @@ function textOf(value: unknown, encoding: ColumnEncoding): string {
     case "string":
       return value;
     case "number":
-      return Number.isFinite(value) ? String(value) : Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+      return Number.isFinite(value)
+        ? String(value)
+        : Number.isNaN(value)
+          ? "NaN"
+          : value > 0
+            ? "Infinity"
+            : "-Infinity";
     case "bigint":
       return value.toString();
     case "boolean":
@@ -40,10 +46,13 @@ function textOf(value: unknown, encoding: ColumnEncoding): string {
       break;
   }
   if (value instanceof Date) return value.toISOString();
-  if (isBytes(value)) return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`;
+  if (isBytes(value))
+    return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`;
   if (Array.isArray(value) && encoding === "array") return arrayLiteral(value);
   // Objects and arrays into json/jsonb (or text) columns.
-  return JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? inner.toString() : inner));
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === "bigint" ? inner.toString() : inner,
+  );
 }
 
 function arrayElement(value: unknown): string {

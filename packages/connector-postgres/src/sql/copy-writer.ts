@@ -1,5 +1,5 @@
-import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { PoolClient } from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { type ColumnEncoding, copyField } from "./copy-text.js";
@@ -32,7 +32,10 @@ export async function copyRows(
   return stream.rowCount;
 }
 
-function* chunks(rows: Iterable<readonly unknown[]>, encodings: readonly ColumnEncoding[]): Generator<string> {
+function* chunks(
+  rows: Iterable<readonly unknown[]>,
+  encodings: readonly ColumnEncoding[],
+): Generator<string> {
   let chunk = "";
   for (const row of rows) {
     let line = "";

@@ -47,7 +47,14 @@ export function sqlState(error: unknown): string | undefined {
   return undefined;
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+]);
 
 /**
  * Whether an error is worth retrying: a lost or refused connection, a server shutting down or

@@ -1,5 +1,5 @@
-import pg from "pg";
 import type { Logger } from "@onceflow/core";
+import pg from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 
 /**
@@ -47,7 +47,9 @@ export function openPool(options: PostgresConnectionOptions, logger: Logger, set
     return { pool: options.pool, owned: false, where: describePool(options.pool.options) };
   }
   const config: pg.PoolConfig =
-    typeof options.connection === "string" ? { connectionString: options.connection } : { ...options.connection };
+    typeof options.connection === "string"
+      ? { connectionString: options.connection }
+      : { ...options.connection };
   const pool = new pg.Pool({ max: 4, ...config });
   // An idle connection that the server drops (restart, failover) must not crash the process.
   pool.on("error", (error) => logger.warn({ err: error }, "an idle PostgreSQL connection failed"));

@@ -20,9 +20,13 @@ export async function prepareTransaction(
   sinkName: string,
 ): Promise<void> {
   if (Buffer.byteLength(gid) >= 200) {
-    throw new CheckpointError("CHECKPOINT_FAILED", `${sinkName}: gid '${gid}' is 200 bytes or longer: use a shorter sinkId`, {
-      checkpointId,
-    });
+    throw new CheckpointError(
+      "CHECKPOINT_FAILED",
+      `${sinkName}: gid '${gid}' is 200 bytes or longer: use a shorter sinkId`,
+      {
+        checkpointId,
+      },
+    );
   }
   const result = await client.query(`PREPARE TRANSACTION ${literal(gid)}`);
   if (result.command !== "PREPARE") {

@@ -1,8 +1,8 @@
 import type { ClientBase } from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import type { ColumnEncoding } from "./copy-text.js";
-import { SqlState, sqlState } from "./pg-errors.js";
 import type { TableName } from "./identifiers.js";
+import { SqlState, sqlState } from "./pg-errors.js";
 
 /** One column of the target table as the catalog describes it. */
 export interface ColumnInfo {
@@ -100,7 +100,11 @@ export async function readTableSchema(
  * checkColumns(schema, ["id", "payload"]);
  * ```
  */
-export function checkColumns(schema: TableSchema, columns: readonly string[], setting = "columns"): ColumnInfo[] {
+export function checkColumns(
+  schema: TableSchema,
+  columns: readonly string[],
+  setting = "columns",
+): ColumnInfo[] {
   const problems: string[] = [];
   const infos: ColumnInfo[] = [];
   for (const name of columns) {

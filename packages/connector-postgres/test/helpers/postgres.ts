@@ -41,8 +41,10 @@ export function uniqueName(prefix: string): string {
 
 /** The gids of one sink id still prepared on the server. */
 export async function preparedGids(url: string, sinkId: string): Promise<string[]> {
-  const rows = await sql<{ gid: string }>(url, "SELECT gid FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1", [
-    `${sinkId}-`,
-  ]);
+  const rows = await sql<{ gid: string }>(
+    url,
+    "SELECT gid FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1",
+    [`${sinkId}-`],
+  );
   return rows.map((row) => row.gid).sort();
 }

@@ -65,11 +65,20 @@ class MemoryStateStore implements OperatorStateStore {
 export class SinkDriver<IN> {
   readonly logger: Logger & { readonly entries: LogEntry[] };
   private store = new MemoryStateStore();
-  private readonly context: SinkContext = { timestamp: undefined, currentWatermark: -Infinity, splitId: "s0" };
+  private readonly context: SinkContext = {
+    timestamp: undefined,
+    currentWatermark: -Infinity,
+    splitId: "s0",
+  };
 
   constructor(
     readonly sink: Sink<IN> & CheckpointedFunction & CheckpointListener,
-    private readonly options: { jobId?: string; operatorUid?: string; subtaskIndex?: number; parallelism?: number } = {},
+    private readonly options: {
+      jobId?: string;
+      operatorUid?: string;
+      subtaskIndex?: number;
+      parallelism?: number;
+    } = {},
   ) {
     this.logger = createMemoryLogger();
   }

@@ -96,7 +96,7 @@ export class WatermarkStrategyBuilder<T> implements WatermarkStrategy<T> {
  *
  * @example
  * ```ts
- * job.fromSource(source, { watermarkStrategy: WatermarkStrategy.forBoundedOutOfOrderness<Order>(2000) });
+ * job.fromSource(source, { watermarks: WatermarkStrategy.forBoundedOutOfOrderness<Order>(2000) });
  * ```
  */
 export const WatermarkStrategy = {

@@ -1,5 +1,6 @@
 import { faultInjectionUnsupported, serviceUnavailable } from "../../errors/service-errors.js";
 import type { ProbeResult } from "../providers/provider-selection.js";
+import { SHARED_MARKERS, userProvided } from "../shared-markers.js";
 import { type CreateTopicOptions, createKafkaTopic, waitUntilKafkaServes } from "./kafka-admin.js";
 import type { KafkaService } from "./kafka-service.js";
 
@@ -7,7 +8,8 @@ import type { KafkaService } from "./kafka-service.js";
 export const KAFKA_BROKERS_VARIABLE = "ONCEFLOW_KAFKA_BROKERS";
 
 /**
- * The bootstrap addresses in `ONCEFLOW_KAFKA_BROKERS`, or none.
+ * The bootstrap addresses in `ONCEFLOW_KAFKA_BROKERS`, or none. A value the testkit's own global setup
+ * exported (the run's shared broker) does not count: it is not a user-provided service.
  *
  * @example
  * ```ts
@@ -15,7 +17,7 @@ export const KAFKA_BROKERS_VARIABLE = "ONCEFLOW_KAFKA_BROKERS";
  * ```
  */
 export function brokersFromEnvironment(env: NodeJS.ProcessEnv): string[] {
-  return (env[KAFKA_BROKERS_VARIABLE] ?? "")
+  return (userProvided(env, KAFKA_BROKERS_VARIABLE, SHARED_MARKERS.kafka) ?? "")
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry.length > 0);
@@ -34,7 +36,10 @@ export function probeKafkaEnvironment(env: NodeJS.ProcessEnv): ProbeResult {
   return {
     provider: "environment",
     available: brokers.length > 0,
-    detail: brokers.length > 0 ? `${KAFKA_BROKERS_VARIABLE}=${brokers.join(",")}` : `${KAFKA_BROKERS_VARIABLE} is not set`,
+    detail:
+      brokers.length > 0
+        ? `${KAFKA_BROKERS_VARIABLE}=${brokers.join(",")}`
+        : `${KAFKA_BROKERS_VARIABLE} is not set (or names the run's shared broker)`,
     remedy: `set ${KAFKA_BROKERS_VARIABLE}=host:port[,host:port] to a running broker (3.9+ with transactions enabled)`,
   };
 }

@@ -1,10 +1,23 @@
 import { faultInjectionUnsupported, serviceUnavailable } from "../../errors/service-errors.js";
 import type { ProbeResult } from "../providers/provider-selection.js";
+import { SHARED_MARKERS, userProvided } from "../shared-markers.js";
 import { waitUntilPostgresAccepts } from "./postgres-readiness.js";
 import type { PostgresService } from "./postgres-service.js";
 
 /** The variable naming an existing server: a `postgresql://` connection string. */
 export const POSTGRES_URL_VARIABLE = "ONCEFLOW_POSTGRES_URL";
+
+/**
+ * The connection string in `ONCEFLOW_POSTGRES_URL`, unless the testkit's own global setup exported it.
+ *
+ * @example
+ * ```ts
+ * postgresUrlFromEnvironment({ ONCEFLOW_POSTGRES_URL: "postgresql://u@h:5432/db" });
+ * ```
+ */
+export function postgresUrlFromEnvironment(env: NodeJS.ProcessEnv): string | undefined {
+  return userProvided(env, POSTGRES_URL_VARIABLE, SHARED_MARKERS.postgres);
+}
 
 /**
  * Whether the environment names a server. Pure: it does not connect.
@@ -15,11 +28,13 @@ export const POSTGRES_URL_VARIABLE = "ONCEFLOW_POSTGRES_URL";
  * ```
  */
 export function probePostgresEnvironment(env: NodeJS.ProcessEnv): ProbeResult {
-  const url = env[POSTGRES_URL_VARIABLE]?.trim();
+  const url = postgresUrlFromEnvironment(env);
   return {
     provider: "environment",
     available: Boolean(url),
-    detail: url ? `${POSTGRES_URL_VARIABLE} is set` : `${POSTGRES_URL_VARIABLE} is not set`,
+    detail: url
+      ? `${POSTGRES_URL_VARIABLE} is set`
+      : `${POSTGRES_URL_VARIABLE} is not set (or names the run's shared server)`,
     remedy:
       `set ${POSTGRES_URL_VARIABLE}=postgresql://user:password@host:port/db to a running server ` +
       "(with max_prepared_transactions ≥ 64, as a role that may create tables)",

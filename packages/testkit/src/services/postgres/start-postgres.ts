@@ -4,7 +4,7 @@ import { announceOnce, stderrWriter } from "../../runtime/announce.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
 import { startContainerPostgres } from "./container-postgres.js";
-import { POSTGRES_URL_VARIABLE, probePostgresEnvironment, useEnvironmentPostgres } from "./environment-postgres.js";
+import { postgresUrlFromEnvironment, probePostgresEnvironment, useEnvironmentPostgres } from "./environment-postgres.js";
 import { probeLocalPostgres, type ServerUser, startLocalPostgres } from "./local-postgres.js";
 import type { PostgresBinaries } from "./postgres-binaries.js";
 import type { PostgresService, StartPostgresOptions } from "./postgres-service.js";
@@ -56,7 +56,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   let service: PostgresService;
   switch (decision.provider) {
     case "environment":
-      service = await useEnvironmentPostgres(env[POSTGRES_URL_VARIABLE]?.trim() ?? "", maxPrepared, 30_000);
+      service = await useEnvironmentPostgres(postgresUrlFromEnvironment(env) ?? "", maxPrepared, 30_000);
       break;
     case "testcontainers":
       service = await startContainerPostgres({ image: options.image, maxPreparedTransactions: maxPrepared, startTimeoutMs });
