@@ -55,6 +55,10 @@ interface OpenHandle {
   client?: PoolClient;
   /** An error the connection reported while idle in the transaction. */
   clientError?: Error;
+  /** Removes this transaction's error listener from the pooled connection. */
+  detach?: () => void;
+  /** The batch being sent: one is in flight while the next is collected (awaited before the next and at pre-commit). */
+  inFlight?: Promise<void>;
   /** Staging mode: the staging table exists. */
   stageCreated: boolean;
   /** Upsert: the order of rows, so the last record of a key wins. */
@@ -251,7 +255,8 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   ): Promise<void> {
     const setup = await this.ready();
     const handle = this.handleOf(txn);
-    if (handle.buffer.length > 0) await this.flush(txn, handle);
+    await this.flush(txn, handle);
+    await this.settle(handle);
     txn.checkpointId = checkpoint.checkpointId;
     if (setup.mode === "prepared") await this.prepare(setup, txn, handle, checkpoint.checkpointId);
     // Staging: every batch is already committed into the staging table; nothing else to make durable.
@@ -272,7 +277,10 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   protected override async abort(txn: PostgresTransaction): Promise<void> {
     const setup = await this.ready();
     const handle = this.handles.get(txn);
-    if (handle !== undefined) handle.buffer = [];
+    if (handle !== undefined) {
+      handle.buffer = [];
+      await this.settle(handle).catch(() => undefined);
+    }
     if (handle?.client !== undefined) {
       const client = handle.client;
       handle.client = undefined;
@@ -282,6 +290,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       } catch (error) {
         broken = error;
       } finally {
+        handle.detach?.();
         client.release(broken === undefined ? undefined : true);
       }
     }
@@ -561,11 +570,35 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     return options.columns.map((column) => record[column]);
   }
 
+  /**
+   * Sends the buffered rows. One batch stays in flight while the next is collected, so encoding and
+   * the server's work overlap; memory stays at two batches. A failure surfaces at the next flush or
+   * at the pre-commit, which waits for the last batch.
+   */
   private async flush(txn: PostgresTransaction, handle: OpenHandle): Promise<void> {
-    const setup = await this.ready();
+    await this.settle(handle);
     const rows = handle.buffer;
     handle.buffer = [];
     if (rows.length === 0) return;
+    const sending = this.send(txn, handle, rows);
+    // Observed here so a failure never becomes an unhandled rejection; settle() rethrows it.
+    sending.catch(() => undefined);
+    handle.inFlight = sending;
+  }
+
+  /** Waits for the batch in flight, rethrowing its failure. */
+  private async settle(handle: OpenHandle): Promise<void> {
+    const inFlight = handle.inFlight;
+    if (inFlight === undefined) return;
+    try {
+      await inFlight;
+    } finally {
+      handle.inFlight = undefined;
+    }
+  }
+
+  private async send(txn: PostgresTransaction, handle: OpenHandle, rows: unknown[]): Promise<void> {
+    const setup = await this.ready();
     if (setup.mode === "prepared") {
       const client = await this.transactionClient(setup, handle);
       try {
@@ -634,13 +667,16 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     if (handle.client !== undefined) return handle.client;
     const client = await setup.pool.pool.connect();
     // A connection lost while idle in the transaction must fail the transaction, not the process.
-    client.on("error", (error: Error) => {
+    const onError = (error: Error) => {
       handle.clientError ??= error;
-    });
+    };
+    client.on("error", onError);
+    handle.detach = () => client.off("error", onError);
     try {
       await client.query("BEGIN");
       await client.query(`SET LOCAL lock_timeout = ${this.lockTimeout}`);
     } catch (error) {
+      handle.detach?.();
       client.release(true);
       throw error;
     }
@@ -666,6 +702,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       await prepareTransaction(client, gid, checkpointId, this.name);
       txn.gid = gid;
       handle.client = undefined;
+      handle.detach?.();
       client.release();
     } catch (error) {
       handle.clientError ??= error instanceof Error ? error : new Error(String(error));

@@ -23,7 +23,7 @@ export interface DemoOptions {
   readonly kills?: number;
   /** How many input records (default 200,000). */
   readonly records?: number;
-  /** Input rate of the generator, records per second (default 40,000). */
+  /** Input rate of the generator, records per second (default: the input spread over 5 s + 2 s per kill). */
   readonly recordsPerSecond?: number;
   /** Where the demo writes its progress, one line per call (the CLI passes stdout). */
   readonly print?: (line: string) => void;
@@ -78,19 +78,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   const seed = options.seed ?? 1;
   const kills = options.kills ?? 5;
   const records = options.records ?? 200_000;
-  const rate = options.recordsPerSecond ?? 40_000;
+  // Spread the input over enough time for every kill to land before the end (about 2 s per kill).
+  const rate = options.recordsPerSecond ?? Math.max(100, Math.round(records / (5 + 2 * kills)));
   const print = options.print ?? (() => {});
   const random = mulberry32(seed);
   const directory = await mkdtemp(join(tmpdir(), "onceflow-demo-"));
   const worker = fileURLToPath(new URL("./demo-worker.js", import.meta.url));
   print(`onceflow demo: ${records.toLocaleString("en")} readings → count per sensor per second → files`);
-  print(`  seed ${seed}, ${kills} SIGKILLs, checkpoints every second, work folder ${directory}`);
+  print(
+    `  seed ${seed}, ${kills} SIGKILLs, ${rate.toLocaleString("en")} readings/s, checkpoints every second, work folder ${directory}`,
+  );
 
   const recoveryMs: number[] = [];
   let checkpoints = 0;
+  let killsDone = 0;
   let killedAt: number | undefined;
-  for (let run = 0; ; run++) {
-    const killThisRun = run < kills;
+  for (let run = 1; ; run++) {
     const child = spawn(
       process.execPath,
       [worker, "--directory", directory, "--records", String(records), "--rate", String(rate)],
@@ -98,52 +101,73 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
         stdio: ["ignore", "pipe", "inherit"],
       },
     );
-    const events = readEvents(child, (event) => {
-      if (event.msg === "checkpoint completed") checkpoints++;
+    let firstCheckpoint: () => void = () => {};
+    const checkpointed = new Promise<void>((resolve) => {
+      firstCheckpoint = resolve;
+    });
+    const exited = readEvents(child, (event) => {
+      if (event.msg === "checkpoint completed") {
+        checkpoints++;
+        firstCheckpoint();
+      }
       if (event.msg === "restoring checkpoint" && killedAt !== undefined) {
         recoveryMs.push(event.at - killedAt);
         print(
-          `  run ${run + 1}: restored checkpoint ${event.checkpointId} ${event.at - killedAt} ms after the kill`,
+          `  run ${run}: restored checkpoint ${event.checkpointId} ${event.at - killedAt} ms after the kill`,
         );
         killedAt = undefined;
       }
     });
-    if (killThisRun) {
-      // Somewhere between half a checkpoint interval and three intervals into the run.
-      const delay = 500 + Math.floor(random() * 2500);
-      const exited = await Promise.race([sleep(delay).then(() => false), events.then(() => true)]);
-      if (exited) {
-        print(`  run ${run + 1}: the job finished before its kill at ${delay} ms`);
-        break;
-      }
-      child.kill("SIGKILL");
-      killedAt = Date.now();
-      await events;
-      print(`  run ${run + 1}: SIGKILL after ${delay} ms (${checkpoints} checkpoints so far)`);
-      continue;
+    if (killsDone >= kills) {
+      const code = await exited;
+      if (code !== 0) throw new OnceflowError("JOB_FAILED", `the demo job exited with code ${code}`);
+      print(`  run ${run}: ran to the end of its input`);
+      break;
     }
-    const code = await events;
-    if (code !== 0) throw new OnceflowError("JOB_FAILED", `the demo job exited with code ${code}`);
-    print(`  run ${run + 1}: ran to the end of its input`);
-    break;
+    // Most kills land somewhere in the checkpoint cycle after the run made progress; some land
+    // early, while the new process is still restoring.
+    const early = random() < 0.2;
+    const delay = early ? 100 + Math.floor(random() * 600) : Math.floor(random() * 1200);
+    const ended = await Promise.race([
+      (early ? sleep(delay) : checkpointed.then(() => sleep(delay))).then(() => false),
+      exited.then(() => true),
+    ]);
+    if (ended) {
+      print(`  run ${run}: the job finished before its kill; ${killsDone} of ${kills} kills done`);
+      break;
+    }
+    child.kill("SIGKILL");
+    killedAt = Date.now();
+    killsDone++;
+    await exited;
+    print(
+      `  run ${run}: SIGKILL ${early ? `${delay} ms after start` : `${delay} ms after its first checkpoint`} (kill ${killsDone} of ${kills}, ${checkpoints} checkpoints so far)`,
+    );
   }
 
-  const report = await checkOutput(directory, records, {
+  const report = await checkDemoOutput(directory, records, {
     seed,
     checkpoints,
-    kills: Math.min(kills, recoveryMs.length + (killedAt === undefined ? 0 : 1)),
+    kills: killsDone,
     recoveries: recoveryMs.length,
     recoveryMs,
   });
   printReport(report, print);
   if (!options.keepDirectory) await rm(directory, { recursive: true, force: true });
+  if (report.kills < kills) {
+    throw new OnceflowError(
+      "JOB_FAILED",
+      `the job ended after ${report.kills} of ${kills} kills; give it more input (--records) or a lower --rate`,
+    );
+  }
   if (report.duplicates + report.missing + report.wrong > 0) {
     throw new OnceflowError("JOB_FAILED", "the demo's output is not exactly once (see the report above)");
   }
   return report;
 }
 
-async function checkOutput(
+/** Compares the committed output in `directory` with counts computed from the input. */
+export async function checkDemoOutput(
   directory: string,
   records: number,
   facts: Pick<DemoReport, "seed" | "checkpoints" | "kills" | "recoveries" | "recoveryMs">,

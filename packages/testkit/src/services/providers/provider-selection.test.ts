@@ -1,8 +1,8 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OnceflowError } from "@onceflow/core";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { probeKafkaEnvironment } from "../kafka/environment-kafka.js";
 import { probeLocalKafka } from "../kafka/local-kafka.js";
 import { startPostgres } from "../postgres/start-postgres.js";
@@ -117,6 +117,7 @@ describe("when nothing can provide the service", () => {
     // An empty PATH hides Java and Maven; an empty cache means the jars would need Maven.
     const env = { PATH: "" };
     const cache = mkdtempSync(join(tmpdir(), "onceflow-empty-cache-"));
+    onTestFinished(() => rmSync(cache, { recursive: true, force: true }));
     const probes = [
       probeKafkaEnvironment(env),
       await probeDockerEngine({ check: () => Promise.reject(new Error("connect ENOENT /var/run/docker.sock")) }),
