@@ -96,16 +96,10 @@ type CreateMessageProducer = (options: {
   sendBatch(request: { acks: number; topicMessages: Array<{ topic: string; messages: Message[] }> }): Promise<unknown>;
 };
 
-type FilterAbortedMessages = (input: {
-  messages: DecodedMessage[];
-  abortedTransactions: Array<{ producerId: string; firstOffset: string }> | undefined;
-}) => DecodedMessage[];
-
 // The one place where kafkajs internals are loaded and typed.
 const createEosManager = requireKafkajs("kafkajs/src/producer/eosManager") as CreateEosManager;
 const createMessageProducer = requireKafkajs("kafkajs/src/producer/messageProducer") as CreateMessageProducer;
 const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<string, unknown>) => unknown;
-const filterAbortedMessages = requireKafkajs("kafkajs/src/consumer/filterAbortedMessages") as FilterAbortedMessages;
 
 const TRANSACTION_COORDINATOR = 1;
 const GROUP_COORDINATOR = 0;
@@ -205,8 +199,7 @@ export class KafkaConnection {
           if (batchEnd > nextOffset) nextOffset = batchEnd;
           if (BigInt(message.offset) >= fetchOffset) within.push(message);
         }
-        const visible = filterAbortedMessages({ messages: within, abortedTransactions: data.abortedTransactions })
-          .filter((m) => !m.isControlRecord)
+        const visible = withoutAborted(within, data.abortedTransactions)
           .map(
             (m): RawRecord => ({
               offset: BigInt(m.offset),
@@ -374,4 +367,43 @@ export function offsetOutOfRange(error: unknown): { topic: string; partition: nu
     return { topic: candidate.topic, partition: Number(candidate.partition) };
   }
   return undefined;
+}
+
+const ABORT_MARKER_KEY = Buffer.from([0, 0, 0, 0]);
+
+/**
+ * Drops control records and the records of aborted transactions, as the Java consumer does.
+ * kafkajs' own filter is not used: it expects the broker's aborted-transaction list sorted by first
+ * offset (brokers do not sort it) and enters only one aborted transaction per record, so it lets
+ * aborted records through when transactions of several producers interleave.
+ */
+export function withoutAborted(
+  messages: readonly DecodedMessage[],
+  abortedTransactions: ReadonlyArray<{ producerId: string; firstOffset: string }> | undefined,
+): DecodedMessage[] {
+  if (abortedTransactions === undefined || abortedTransactions.length === 0) {
+    return messages.filter((m) => !m.isControlRecord);
+  }
+  const upcoming = abortedTransactions
+    .map((t) => ({ producerId: t.producerId, firstOffset: BigInt(t.firstOffset) }))
+    .sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
+  const abortedProducers = new Set<string>();
+  let next = 0;
+  const visible: DecodedMessage[] = [];
+  for (const message of messages) {
+    const offset = BigInt(message.offset);
+    while (next < upcoming.length && (upcoming[next] as { firstOffset: bigint }).firstOffset <= offset) {
+      abortedProducers.add((upcoming[next] as { producerId: string }).producerId);
+      next++;
+    }
+    const { producerId, inTransaction } = message.batchContext;
+    if (message.isControlRecord) {
+      // An abort marker ends that producer's aborted transaction.
+      if (message.key !== null && Buffer.from(message.key).equals(ABORT_MARKER_KEY)) abortedProducers.delete(producerId);
+      continue;
+    }
+    if (inTransaction && abortedProducers.has(producerId)) continue;
+    visible.push(message);
+  }
+  return visible;
 }
