@@ -25,8 +25,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-export async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
-  const admin = kafkaClient().admin();
+export async function withAdmin<T>(fn: (admin: Admin) => Promise<T>, brokers?: string[]): Promise<T> {
+  const admin = kafkaClient(brokers).admin();
   await admin.connect();
   try {
     return await fn(admin);
@@ -35,7 +35,7 @@ export async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T>
   }
 }
 
-export async function createTopic(name: string, partitions = 1): Promise<string> {
+export async function createTopic(name: string, partitions = 1, brokers?: string[]): Promise<string> {
   await withAdmin(async (admin) => {
     await admin.createTopics({ topics: [{ topic: name, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: false });
     // Wait until every partition has a leader (metadata can lag the creation for a moment).
@@ -51,7 +51,7 @@ export async function createTopic(name: string, partitions = 1): Promise<string>
       if (Date.now() > deadline) throw new Error(`topic ${name} has no leaders after 15 s`);
       await sleep(100);
     }
-  });
+  }, brokers);
   return name;
 }
 
@@ -78,40 +78,121 @@ export async function produce(
   }
 }
 
-/** Every committed record of `topic` (read_committed), read until `expected` records arrived or `timeoutMs` passed. */
+type OutputRecord = { partition: number; offset: string; key: string | null; value: string | null; headers: Record<string, string> };
+
+interface RawBatchRecord {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | Buffer[]>;
+  isControlRecord: boolean;
+  batchContext: { firstOffset: string; lastOffsetDelta: number; producerId: string; inTransaction: boolean };
+}
+
+/**
+ * Every committed record of `topic`, read like the Java consumer with isolation.level=read_committed,
+ * until `expected` records arrived (then a second more, to see duplicates) or `timeoutMs` passed.
+ *
+ * This is the tests' oracle, so it does not use kafkajs' consumer: kafkajs lets aborted records
+ * through when transactions of several producers interleave (it expects the broker's list of aborted
+ * transactions sorted, which it is not). Here the Java client's rule is applied per record batch.
+ */
 export async function readAll(
   topic: string,
-  options: { expected?: number; timeoutMs?: number; readUncommitted?: boolean } = {},
-): Promise<Array<{ partition: number; offset: string; key: string | null; value: string | null; headers: Record<string, string> }>> {
-  const kafka = kafkaClient();
-  const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: options.readUncommitted ?? false });
-  const records: Array<{ partition: number; offset: string; key: string | null; value: string | null; headers: Record<string, string> }> = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  let resolveDone: () => void = () => {};
-  const done = new Promise<void>((resolve) => {
-    resolveDone = resolve;
-  });
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = String(v);
-      records.push({
-        partition,
-        offset: message.offset,
-        key: message.key?.toString() ?? null,
-        value: message.value?.toString() ?? null,
-        headers,
-      });
-      if (options.expected !== undefined && records.length >= options.expected) resolveDone();
-    },
-  });
-  const timeout = new Promise<void>((resolve) => setTimeout(resolve, options.timeoutMs ?? 10_000));
-  await Promise.race([done, timeout]);
-  // Give extra (unexpected) records a moment to show up, so duplicates are seen.
-  if (options.expected !== undefined) await new Promise((r) => setTimeout(r, 1000));
-  await consumer.disconnect();
+  options: { expected?: number; timeoutMs?: number; readUncommitted?: boolean; brokers?: string[] } = {},
+): Promise<OutputRecord[]> {
+  const kafka = kafkaClient(options.brokers);
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === "private:Kafka:createCluster");
+  const createCluster = (kafka as unknown as Record<symbol, (o: object) => TestCluster>)[symbol as symbol] as (o: object) => TestCluster;
+  const cluster = createCluster({});
+  await cluster.connect();
+  const records: OutputRecord[] = [];
+  try {
+    await cluster.addTargetTopic(topic);
+    const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => p.partitionId);
+    const next = new Map(partitions.map((p) => [p, 0n]));
+    const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+    let lingerUntil: number | undefined;
+    while (Date.now() < (lingerUntil ?? deadline)) {
+      let progressed = false;
+      for (const partition of partitions) {
+        const leader = cluster.findLeaderForPartitions(topic, [partition]);
+        const nodeId = Object.keys(leader)[0];
+        if (nodeId === undefined) continue;
+        const broker = await cluster.findBroker({ nodeId });
+        const fetchOffset = next.get(partition) ?? 0n;
+        const response = await broker.fetch({
+          replicaId: -1,
+          isolationLevel: options.readUncommitted ? 0 : 1,
+          maxWaitTime: 50,
+          minBytes: 1,
+          maxBytes: 50 * 1024 * 1024,
+          topics: [{ topic, partitions: [{ partition, fetchOffset: String(fetchOffset), maxBytes: 10 * 1024 * 1024 }] }],
+        });
+        const data = response.responses[0]?.partitions[0];
+        if (data === undefined || data.messages.length === 0) continue;
+        const aborted = [...(data.abortedTransactions ?? [])].sort((a, b) =>
+          BigInt(a.firstOffset) < BigInt(b.firstOffset) ? -1 : 1,
+        );
+        const abortedProducers = new Set<string>();
+        let position = fetchOffset;
+        for (const batch of groupBatches(data.messages)) {
+          const context = batch[0]!.batchContext;
+          const lastOffset = BigInt(context.firstOffset) + BigInt(context.lastOffsetDelta);
+          if (lastOffset + 1n > position) position = lastOffset + 1n;
+          while (aborted.length > 0 && BigInt(aborted[0]!.firstOffset) <= lastOffset) {
+            abortedProducers.add(aborted.shift()!.producerId);
+          }
+          if (batch[0]!.isControlRecord) {
+            const isAbort = batch[0]!.key !== null && Buffer.from(batch[0]!.key).readInt16BE(2) === 0;
+            if (isAbort) abortedProducers.delete(context.producerId);
+            continue;
+          }
+          if (!options.readUncommitted && context.inTransaction && abortedProducers.has(context.producerId)) continue;
+          for (const m of batch) {
+            if (BigInt(m.offset) < fetchOffset) continue;
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(m.headers ?? {})) headers[k] = String(v);
+            records.push({ partition, offset: m.offset, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers });
+          }
+        }
+        if (position > fetchOffset) progressed = true;
+        next.set(partition, position);
+      }
+      if (options.expected !== undefined && records.length >= options.expected && lingerUntil === undefined) {
+        lingerUntil = Date.now() + 1000;
+      }
+      if (!progressed) await sleep(100);
+    }
+  } finally {
+    await cluster.disconnect();
+  }
   return records;
+}
+
+function groupBatches(messages: RawBatchRecord[]): RawBatchRecord[][] {
+  const batches: RawBatchRecord[][] = [];
+  for (const m of messages) {
+    const last = batches.at(-1);
+    if (last !== undefined && last[0]!.batchContext.firstOffset === m.batchContext.firstOffset) last.push(m);
+    else batches.push([m]);
+  }
+  return batches;
+}
+
+interface TestCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  findTopicPartitionMetadata(topic: string): Array<{ partitionId: number }>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(query: { nodeId: string }): Promise<{
+    fetch(request: object): Promise<{
+      responses: Array<{
+        partitions: Array<{ messages: RawBatchRecord[]; abortedTransactions?: Array<{ producerId: string; firstOffset: string }> }>;
+      }>;
+    }>;
+  }>;
 }
 
 export function readerContext(overrides: Partial<SourceReaderContext> = {}) {

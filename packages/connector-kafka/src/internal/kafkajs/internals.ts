@@ -12,8 +12,8 @@ import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
 
 const requireKafkajs = createRequire(import.meta.url);
 
-/** A raw record as kafkajs decodes it from a record batch. */
-interface DecodedMessage {
+/** A raw record as kafkajs decodes it from a record batch (internal). */
+export interface DecodedMessage {
   offset: string;
   timestamp: string;
   key: Buffer | null;

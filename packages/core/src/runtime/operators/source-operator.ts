@@ -103,9 +103,11 @@ export class SourceOperator extends StreamOperator {
     if (!batch) {
       if (reader.isFinished() && !this.discovery) {
         this.finished = true;
+        await this.emitIdleness(false);
         await this.advanceWatermark(Infinity);
       } else if (this.watermarks?.idleness !== undefined) {
         await this.advanceWatermark(this.computeWatermark(now));
+        await this.emitIdleness(this.allSplitsIdle(now));
       }
       return false;
     }
@@ -119,7 +121,10 @@ export class SourceOperator extends StreamOperator {
       values: records,
       timestamps,
     });
-    if (this.watermarks) await this.advanceWatermark(this.computeWatermark(now));
+    if (this.watermarks) {
+      await this.emitIdleness(false);
+      await this.advanceWatermark(this.computeWatermark(now));
+    }
     return true;
   }
 
@@ -248,6 +253,12 @@ export class SourceOperator extends StreamOperator {
     }
     this.combined.update();
     return this.combined.currentWatermark();
+  }
+
+  private allSplitsIdle(now: number): boolean {
+    if (this.generators.size === 0) return false;
+    for (const generator of this.generators.values()) if (!generator.isIdle(now)) return false;
+    return true;
   }
 
   private async advanceWatermark(watermark: number): Promise<void> {

@@ -50,6 +50,8 @@ interface Edge {
 export abstract class StreamOperator {
   private readonly outputs: Edge[] = [];
   private inputWatermarks: number[] = [-Infinity];
+  /** Inputs whose sources are all idle: they do not hold the combined watermark back. */
+  private idleInputs: boolean[] = [false];
   /** The combined watermark of this operator's inputs. */
   currentWatermark = -Infinity;
 
@@ -67,6 +69,7 @@ export abstract class StreamOperator {
       return 0;
     }
     this.inputWatermarks.push(-Infinity);
+    this.idleInputs.push(false);
     return this.inputCount++;
   }
 
@@ -96,16 +99,47 @@ export abstract class StreamOperator {
   }
   fireProcessingTimers(_now: number): void | Promise<void> {}
 
-  /** Called by an upstream operator; the combined watermark is the minimum over all inputs. */
+  /** Called by an upstream operator; the combined watermark is the minimum over active inputs. */
   async receiveWatermark(inputIndex: number, watermark: number): Promise<void> {
     const inputs = this.inputWatermarks;
     if (watermark <= (inputs[inputIndex] ?? -Infinity)) return;
     inputs[inputIndex] = watermark;
+    await this.advanceCombinedWatermark();
+  }
+
+  /**
+   * An input became idle (every split of its source is idle) or active again. Idle inputs are left
+   * out of the minimum, so one quiet source does not stall event time downstream — Flink's
+   * `WatermarkStatus.IDLE`.
+   */
+  async receiveIdleness(inputIndex: number, idle: boolean): Promise<void> {
+    if (this.idleInputs[inputIndex] === idle) return;
+    this.idleInputs[inputIndex] = idle;
+    await this.emitIdleness(this.idleInputs.every(Boolean));
+    if (!idle) return;
+    await this.advanceCombinedWatermark();
+  }
+
+  private async advanceCombinedWatermark(): Promise<void> {
     let combined = Infinity;
-    for (const value of inputs) if (value < combined) combined = value;
-    if (combined <= this.currentWatermark) return;
+    let active = 0;
+    for (let index = 0; index < this.inputWatermarks.length; index++) {
+      if (this.idleInputs[index]) continue;
+      active++;
+      const value = this.inputWatermarks[index]!;
+      if (value < combined) combined = value;
+    }
+    if (active === 0 || combined <= this.currentWatermark) return;
     this.currentWatermark = combined;
     await this.onWatermark(combined);
+  }
+
+  private emittedIdleness = false;
+
+  protected async emitIdleness(idle: boolean): Promise<void> {
+    if (this.emittedIdleness === idle) return;
+    this.emittedIdleness = idle;
+    for (const output of this.outputs) await output.operator.receiveIdleness(output.inputIndex, idle);
   }
 
   protected async onWatermark(watermark: number): Promise<void> {
