@@ -6,10 +6,11 @@
  *
  *   ONCEFLOW_POSTGRES_URL=postgresql://postgres@127.0.0.1:55432/postgres npx tsx bench/postgres/bench.ts [rows]
  */
-import { pipeline } from "node:stream/promises";
+
 import { Readable } from "node:stream";
-import { GeneratorSource, Job } from "@onceflow/core";
+import { pipeline } from "node:stream/promises";
 import { PostgresSink, type PostgresSinkMode } from "@onceflow/connector-postgres";
+import { GeneratorSource, Job } from "@onceflow/core";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 
@@ -25,7 +26,11 @@ interface Row {
   key: string;
   payload: string;
 }
-const rowAt = (index: number): Row => ({ id: index, key: `k${index % 10_000}`, payload: `${index}-${PAYLOAD}`.slice(0, 100) });
+const rowAt = (index: number): Row => ({
+  id: index,
+  key: `k${index % 10_000}`,
+  payload: `${index}-${PAYLOAD}`.slice(0, 100),
+});
 
 async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
@@ -38,7 +43,9 @@ async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> 
 }
 
 async function createTable(name: string): Promise<void> {
-  await withClient((c) => c.query(`CREATE TABLE ${name} (id bigint NOT NULL, key text NOT NULL, payload text NOT NULL)`));
+  await withClient((c) =>
+    c.query(`CREATE TABLE ${name} (id bigint NOT NULL, key text NOT NULL, payload text NOT NULL)`),
+  );
 }
 
 async function count(name: string): Promise<number> {
@@ -55,7 +62,10 @@ async function plainCopy(table: string): Promise<number> {
       const row = rowAt(index);
       text += `${row.id}\t${row.key}\t${row.payload}\n`;
     }
-    await pipeline(Readable.from([text]), client.query(copyFrom(`COPY ${table} (id, key, payload) FROM STDIN`)));
+    await pipeline(
+      Readable.from([text]),
+      client.query(copyFrom(`COPY ${table} (id, key, payload) FROM STDIN`)),
+    );
   }
   const seconds = (performance.now() - started) / 1000;
   await client.end();
@@ -106,7 +116,9 @@ try {
   console.log("|---|---|---|---|");
   for (const [name, seconds] of results) {
     const rate = ROWS / seconds;
-    console.log(`| ${name} | ${seconds.toFixed(2)} | ${Math.round(rate).toLocaleString("en-US")} | ${(rate / base).toFixed(2)} |`);
+    console.log(
+      `| ${name} | ${seconds.toFixed(2)} | ${Math.round(rate).toLocaleString("en-US")} | ${(rate / base).toFixed(2)} |`,
+    );
   }
 } finally {
   await withClient(async (c) => {

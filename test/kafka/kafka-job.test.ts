@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { filesystem, Job } from "@onceflow/core";
 import { KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
+import { filesystem, Job } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { createTopic, kafkaBrokers, produce, readAll, uniqueName, withAdmin } from "./helpers/kafka.js";
 
@@ -54,7 +54,9 @@ describe("Kafka → Kafka job", () => {
       const records = await readAll(output, { expected: inputs.length, timeoutMs: 30_000 });
       expect(records.length).toBe(inputs.length);
       expect(new Set(records.map((r) => r.value))).toEqual(new Set(inputs.map((v) => `${v}!`)));
-      const committed = await withAdmin(async (admin) => (await admin.fetchOffsets({ groupId, topics: [input] }))[0]);
+      const committed = await withAdmin(
+        async (admin) => (await admin.fetchOffsets({ groupId, topics: [input] }))[0],
+      );
       expect(committed?.partitions.map((p) => p.offset).sort()).toEqual(["500", "500", "500", "500"]);
     } finally {
       await rm(dir, { recursive: true, force: true });

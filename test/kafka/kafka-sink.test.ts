@@ -1,10 +1,14 @@
-import { ConfigurationError, TransactionError } from "@onceflow/core";
 import { KafkaSink, type KafkaSinkOptions, Serializers } from "@onceflow/connector-kafka";
+import { ConfigurationError, TransactionError } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { SinkDriver } from "./helpers/drive-sink.js";
 import { createTopic, kafkaBrokers, readAll, sleep, uniqueName } from "./helpers/kafka.js";
 
-function eosSink(topic: string, prefix: string, extra: Partial<KafkaSinkOptions<string>> = {}): KafkaSink<string> {
+function eosSink(
+  topic: string,
+  prefix: string,
+  extra: Partial<KafkaSinkOptions<string>> = {},
+): KafkaSink<string> {
   return new KafkaSink<string>({
     brokers: kafkaBrokers(),
     topic,
@@ -20,7 +24,8 @@ async function abandon(driver: SinkDriver<unknown>): Promise<void> {
   await internals.connection?.disconnect();
 }
 
-const range = (from: number, to: number, prefix = "r") => Array.from({ length: to - from }, (_, i) => `${prefix}${from + i}`);
+const range = (from: number, to: number, prefix = "r") =>
+  Array.from({ length: to - from }, (_, i) => `${prefix}${from + i}`);
 const sortedValues = (records: Array<{ value: string | null }>) =>
   records.map((r) => r.value).sort((a, b) => String(a).localeCompare(String(b), "en", { numeric: true }));
 
@@ -104,7 +109,9 @@ describe("KafkaSink exactly-once", () => {
     await third.checkpoint(2);
     await third.complete(2);
     await third.close();
-    expect(sortedValues(await readAll(topic, { expected: 21 }))).toEqual(sortedValues([...range(0, 20), "after"].map((value) => ({ value }))));
+    expect(sortedValues(await readAll(topic, { expected: 21 }))).toEqual(
+      sortedValues([...range(0, 20), "after"].map((value) => ({ value }))),
+    );
   });
 
   it("fences leftovers at start so read_committed consumers are not stuck behind them", async () => {
@@ -134,7 +141,9 @@ describe("KafkaSink exactly-once", () => {
     const state = await zombie.checkpoint(1);
     await zombie.write(["zombie-open"]);
 
-    const successor = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    const successor = await SinkDriver.start(eosSink(topic, prefix), {
+      restored: { checkpointId: 1, state },
+    });
     const writeError = await zombie
       .write(["zombie-more"])
       .then(() => zombie.checkpoint(2))
@@ -143,7 +152,8 @@ describe("KafkaSink exactly-once", () => {
         () => undefined,
         (error: unknown) => error,
       );
-    expect(writeError).toBeDefined();
+    expect(writeError).toBeInstanceOf(TransactionError);
+    expect((writeError as TransactionError).code).toBe("TRANSACTION_FENCED");
     await zombie.close();
     await successor.write(["successor"]);
     await successor.checkpoint(2);
@@ -155,7 +165,9 @@ describe("KafkaSink exactly-once", () => {
   it("reports data lost to a transaction timeout as TRANSACTION_TIMED_OUT naming the checkpoint, never silently", async () => {
     const topic = await createTopic(uniqueName("sink-timeout"), 1);
     const prefix = uniqueName("timeout");
-    const driver = await SinkDriver.start(eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }));
+    const driver = await SinkDriver.start(
+      eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
+    );
     await driver.write(["will-be-lost"]);
     const state = await driver.checkpoint(7);
     // The broker aborts transactions older than the timeout (its cleanup runs every second here).
@@ -171,9 +183,12 @@ describe("KafkaSink exactly-once", () => {
     await driver.close();
 
     // The same after a restart: recovery refuses to go on silently.
-    const recovery = SinkDriver.start(eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }), {
-      restored: { checkpointId: 7, state },
-    });
+    const recovery = SinkDriver.start(
+      eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
+      {
+        restored: { checkpointId: 7, state },
+      },
+    );
     await expect(recovery).rejects.toMatchObject({ code: "TRANSACTION_TIMED_OUT", checkpointId: 7 });
     expect(await readAll(topic, { timeoutMs: 2000 })).toEqual([]);
   });
@@ -182,14 +197,16 @@ describe("KafkaSink exactly-once", () => {
     const topic = await createTopic(uniqueName("sink-config"), 1);
     const tooLong = SinkDriver.start(eosSink(topic, uniqueName("cfg"), { transactionTimeout: 3_600_000 }));
     await expect(tooLong).rejects.toBeInstanceOf(ConfigurationError);
-    await expect(tooLong).rejects.toThrow(/transaction.max.timeout.ms .*\(900000 ms\): lower transactionTimeout/);
+    await expect(tooLong).rejects.toThrow(
+      /transaction.max.timeout.ms .*\(900000 ms\): lower transactionTimeout/,
+    );
     const belowInterval = SinkDriver.start(
       eosSink(topic, uniqueName("cfg"), { transactionTimeout: 5000, checkpointInterval: 10_000 }),
     );
     await expect(belowInterval).rejects.toThrow(/not above the checkpoint interval/);
-    expect(() => new KafkaSink({ brokers: kafkaBrokers(), topic, deliveryGuarantee: "exactly-once" })).toThrow(
-      /transactionalIdPrefix/,
-    );
+    expect(
+      () => new KafkaSink({ brokers: kafkaBrokers(), topic, deliveryGuarantee: "exactly-once" }),
+    ).toThrow(/transactionalIdPrefix/);
   });
 });
 
@@ -197,7 +214,9 @@ describe("KafkaSink other guarantees and serialization", () => {
   for (const deliveryGuarantee of ["at-least-once", "none"] as const) {
     it(`${deliveryGuarantee}: writes every record`, async () => {
       const topic = await createTopic(uniqueName(`sink-${deliveryGuarantee}`), 2);
-      const driver = await SinkDriver.start(new KafkaSink<string>({ brokers: kafkaBrokers(), topic, deliveryGuarantee }));
+      const driver = await SinkDriver.start(
+        new KafkaSink<string>({ brokers: kafkaBrokers(), topic, deliveryGuarantee }),
+      );
       await driver.write(range(0, 50));
       await driver.checkpoint(1);
       await driver.complete(1);
@@ -234,7 +253,9 @@ describe("KafkaSink other guarantees and serialization", () => {
     await driver.complete(1);
     await driver.close();
     const evens = await readAll(even, { expected: 2 });
-    expect(evens.map((r) => [r.partition, r.key, JSON.parse(r.value ?? "null").id, r.headers.source])).toEqual([
+    expect(
+      evens.map((r) => [r.partition, r.key, JSON.parse(r.value ?? "null").id, r.headers.source]),
+    ).toEqual([
       [2, "b", 2, "sensor-b"],
       [2, "c", 4, "sensor-c"],
     ]);

@@ -1,8 +1,17 @@
-import { DeserializationError, MetricNames } from "@onceflow/core";
 import { Deserializers, type KafkaPartitionSplit, KafkaSource } from "@onceflow/connector-kafka";
+import { DeserializationError, MetricNames } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { openReader, pollFor, pollRecords } from "./helpers/drive-source.js";
-import { createTopic, kafkaBrokers, kafkaClient, produce, readAll, sleep, uniqueName, withAdmin } from "./helpers/kafka.js";
+import {
+  createTopic,
+  kafkaBrokers,
+  kafkaClient,
+  produce,
+  readAll,
+  sleep,
+  uniqueName,
+  withAdmin,
+} from "./helpers/kafka.js";
 
 const values = (records: Array<{ value: unknown }>) => records.map((r) => r.value);
 const byValue = (a: unknown, b: unknown) => String(a).localeCompare(String(b), "en", { numeric: true });
@@ -31,9 +40,18 @@ describe("KafkaSource start positions", () => {
     const { reader } = await openReader(source);
     try {
       const records = await pollRecords(reader, 10);
-      expect(values(records).sort(byValue)).toEqual(
-        ["v0-0", "v0-1", "v0-2", "v0-3", "v0-4", "v1-0", "v1-1", "v1-2", "v1-3", "v1-4"],
-      );
+      expect(values(records).sort(byValue)).toEqual([
+        "v0-0",
+        "v0-1",
+        "v0-2",
+        "v0-3",
+        "v0-4",
+        "v1-0",
+        "v1-1",
+        "v1-2",
+        "v1-3",
+        "v1-4",
+      ]);
       for (const r of records) expect(r.eventTime).toBe(r.timestamp);
       expect(Math.abs(records[0]!.timestamp - Date.now())).toBeLessThan(60_000);
       const positions = reader.snapshotState(1).map((s) => [s.splitId, s.nextOffset]);
@@ -67,7 +85,11 @@ describe("KafkaSource start positions", () => {
       topic,
       Array.from({ length: 6 }, (_, i) => ({ value: `t${i}`, timestamp: base + i * 1000 })),
     );
-    const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], startingOffsets: { timestamp: base + 3000 } });
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: { timestamp: base + 3000 },
+    });
     const { reader } = await openReader(source);
     try {
       const records = await pollRecords(reader, 3);
@@ -82,7 +104,9 @@ describe("KafkaSource start positions", () => {
     const topic = await createTopic(uniqueName("src-committed"), 2);
     await seed(topic, 2, 4);
     const groupId = uniqueName("group");
-    await withAdmin((admin) => admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: "2" }] }));
+    await withAdmin((admin) =>
+      admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: "2" }] }),
+    );
     for (const [reset, expected] of [
       ["earliest", ["v0-2", "v0-3", "v1-0", "v1-1", "v1-2", "v1-3"]],
       ["latest", ["v0-2", "v0-3"]],
@@ -150,7 +174,12 @@ describe("KafkaSource positions and offsets", () => {
   it("snapshotState returns the position after the records handed out, not what was prefetched", async () => {
     const topic = await createTopic(uniqueName("src-snap"), 1);
     await seed(topic, 1, 50);
-    const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], startingOffsets: "earliest", maxBatchSize: 7 });
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      maxBatchSize: 7,
+    });
     const { reader } = await openReader(source);
     try {
       await reader.isAvailable();
@@ -166,7 +195,12 @@ describe("KafkaSource positions and offsets", () => {
     const topic = await createTopic(uniqueName("src-commit"), 2);
     await seed(topic, 2, 3);
     const groupId = uniqueName("group");
-    const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], groupId, startingOffsets: "earliest" });
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      groupId,
+      startingOffsets: "earliest",
+    });
     const { reader } = await openReader(source);
     try {
       await pollRecords(reader, 6);
@@ -227,7 +261,11 @@ describe("KafkaSource positions and offsets", () => {
 
   it("moves past control records and aborted transactions (read_committed)", async () => {
     const topic = await createTopic(uniqueName("src-txn"), 1);
-    const producer = kafkaClient().producer({ transactionalId: uniqueName("txn"), idempotent: true, maxInFlightRequests: 1 });
+    const producer = kafkaClient().producer({
+      transactionalId: uniqueName("txn"),
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
     await producer.connect();
     const committed = await producer.transaction();
     await committed.send({ topic, messages: [{ value: "c1" }, { value: "c2" }] });
@@ -325,12 +363,20 @@ describe("KafkaSource discovery and bounded mode", () => {
   it("stoppingOffsets { specific } and { timestamp } stop before the given position", async () => {
     const topic = await createTopic(uniqueName("src-bounded2"), 1);
     const base = Date.now() - 50_000;
-    await produce(topic, Array.from({ length: 6 }, (_, i) => ({ value: `t${i}`, timestamp: base + i * 1000 })));
+    await produce(
+      topic,
+      Array.from({ length: 6 }, (_, i) => ({ value: `t${i}`, timestamp: base + i * 1000 })),
+    );
     for (const [stoppingOffsets, expected] of [
       [{ specific: [{ topic, partition: 0, offset: 2 }] }, ["t0", "t1"]],
       [{ timestamp: base + 4000 }, ["t0", "t1", "t2", "t3"]],
     ] as const) {
-      const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], startingOffsets: "earliest", stoppingOffsets });
+      const source = new KafkaSource({
+        brokers: kafkaBrokers(),
+        topics: [topic],
+        startingOffsets: "earliest",
+        stoppingOffsets,
+      });
       const { reader } = await openReader(source);
       try {
         expect(values(await pollRecords(reader, 100))).toEqual(expected);
@@ -355,7 +401,10 @@ describe("KafkaSource deserialization", () => {
 
   it("deserializes keys, values and headers (string, JSON, Buffer)", async () => {
     const topic = await createTopic(uniqueName("src-serde"), 1);
-    await produce(topic, [{ key: "k1", value: '{"n":1}', headers: { h: "x" } }, { key: null, value: null }]);
+    await produce(topic, [
+      { key: "k1", value: '{"n":1}', headers: { h: "x" } },
+      { key: null, value: null },
+    ]);
     const source = new KafkaSource({
       brokers: kafkaBrokers(),
       topics: [topic],
@@ -379,7 +428,12 @@ describe("KafkaSource deserialization", () => {
 
   it("'fail' raises a DeserializationError naming topic, partition and offset", async () => {
     const topic = await badTopic();
-    const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], startingOffsets: "earliest", value: Deserializers.json() });
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      value: Deserializers.json(),
+    });
     const { reader } = await openReader(source);
     try {
       const error = await pollRecords(reader, 3).catch((e: unknown) => e);
@@ -445,9 +499,14 @@ describe("KafkaSource configuration", () => {
   it("rejects wrong settings with messages that say what to change", () => {
     expect(() => new KafkaSource({ topics: ["t"] })).toThrow(/brokers/);
     expect(() => new KafkaSource({ brokers: kafkaBrokers(), topics: [] })).toThrow(/topics/);
-    expect(() => new KafkaSource({ brokers: kafkaBrokers(), topics: ["t"], startingOffsets: { committed: "earliest" } })).toThrow(
-      /set groupId/,
-    );
+    expect(
+      () =>
+        new KafkaSource({
+          brokers: kafkaBrokers(),
+          topics: ["t"],
+          startingOffsets: { committed: "earliest" },
+        }),
+    ).toThrow(/set groupId/);
   });
 
   it("fails discovery for a topic that does not exist", async () => {

@@ -1,3 +1,8 @@
+export type { KafkaTransaction } from "./sink/kafka-sink.js";
+export { KafkaSink } from "./sink/kafka-sink.js";
+export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type { Serializer } from "./sink/serializer.js";
+export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
 export { Deserializers } from "./source/deserializer.js";
 export type { KafkaPartitionSplit } from "./source/kafka-partition-split.js";
@@ -12,8 +17,3 @@ export type {
   StoppingOffsets,
 } from "./source/kafka-source-options.js";
 export { KafkaSourceReader } from "./source/kafka-source-reader.js";
-export type { KafkaTransaction } from "./sink/kafka-sink.js";
-export { KafkaSink } from "./sink/kafka-sink.js";
-export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
-export type { Serializer } from "./sink/serializer.js";
-export { Serializers } from "./sink/serializer.js";

@@ -49,7 +49,12 @@ export class ChildJob {
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; stdout:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`)),
+        () =>
+          reject(
+            new Error(
+              `no line matching ${pattern} within ${timeoutMs} ms; stdout:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`,
+            ),
+          ),
         timeoutMs,
       );
       this.waiters.push({
@@ -61,7 +66,11 @@ export class ChildJob {
       });
       void this.exited.then(({ code, signal }) => {
         clearTimeout(timer);
-        reject(new Error(`job exited (${code ?? signal}) before ${pattern}; stdout:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`));
+        reject(
+          new Error(
+            `job exited (${code ?? signal}) before ${pattern}; stdout:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`,
+          ),
+        );
       });
     });
   }
@@ -79,7 +88,12 @@ export function produceSlowly(
   options: { perTick: number; tickMs: number; partitions: number; brokers?: string[] },
 ): Promise<void> {
   return (async () => {
-    const producer = kafkaClient(options.brokers).producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1, retry: { retries: 30 } });
+    const producer = kafkaClient(options.brokers).producer({
+      allowAutoTopicCreation: false,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      retry: { retries: 30 },
+    });
     await producer.connect();
     try {
       for (let i = 0; i < values.length; i += options.perTick) {

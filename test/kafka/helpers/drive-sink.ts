@@ -1,3 +1,4 @@
+import type { KafkaSink, KafkaTransaction } from "@onceflow/connector-kafka";
 import {
   createMemoryLogger,
   createMemoryMetrics,
@@ -6,7 +7,6 @@ import {
   type OperatorStateStore,
   type SinkContext,
 } from "@onceflow/core";
-import type { KafkaSink, KafkaTransaction } from "@onceflow/connector-kafka";
 
 /** A sink's operator state as a checkpoint would hold it. */
 export type SinkState = Map<string, unknown[]>;
@@ -31,7 +31,11 @@ function listState<T>(store: SinkState, name: string): ListState<T> {
   };
 }
 
-const sinkContext: SinkContext = { timestamp: undefined, currentWatermark: Number.NEGATIVE_INFINITY, splitId: "test-0" };
+const sinkContext: SinkContext = {
+  timestamp: undefined,
+  currentWatermark: Number.NEGATIVE_INFINITY,
+  splitId: "test-0",
+};
 
 /**
  * Drives a sink by hand the way the runtime does (initializeState, open, writeBatch, snapshotState,
@@ -46,7 +50,11 @@ export class SinkDriver<IN> {
 
   static async start<IN>(
     sink: KafkaSink<IN>,
-    options: { restored?: { checkpointId: number; state: SinkState }; subtaskIndex?: number; parallelism?: number } = {},
+    options: {
+      restored?: { checkpointId: number; state: SinkState };
+      subtaskIndex?: number;
+      parallelism?: number;
+    } = {},
   ): Promise<SinkDriver<IN>> {
     const driver = new SinkDriver(sink);
     if (options.restored !== undefined) driver.state = structuredClone(options.restored.state);

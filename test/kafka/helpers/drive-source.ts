@@ -1,5 +1,5 @@
-import type { SourceReaderContext } from "@onceflow/core";
 import type { KafkaPartitionSplit, KafkaRecord, KafkaSource } from "@onceflow/connector-kafka";
+import type { SourceReaderContext } from "@onceflow/core";
 import { readerContext } from "./kafka.js";
 
 type AnySource = KafkaSource<unknown, unknown, unknown>;
@@ -11,7 +11,11 @@ export async function openReader<K, V, H>(
   options: { restored?: KafkaPartitionSplit[]; context?: Partial<SourceReaderContext> } = {},
 ) {
   const { context, metrics, logger } = readerContext(options.context);
-  const discovered = await source.discoverSplits({ jobId: context.jobId, parallelism: context.parallelism, logger });
+  const discovered = await source.discoverSplits({
+    jobId: context.jobId,
+    parallelism: context.parallelism,
+    logger,
+  });
   const mine = discovered.filter((s) => source.assignSplit(s, context.parallelism) === context.subtaskIndex);
   const restoredIds = new Set((options.restored ?? []).map((s) => s.splitId));
   const reader = source.createReader(context);

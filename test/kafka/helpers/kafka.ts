@@ -1,19 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { createMemoryLogger, createMemoryMetrics, type SourceReaderContext } from "@onceflow/core";
+import { sharedKafka } from "@onceflow/testkit/vitest";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 
 /**
- * The broker address for these tests. One place, so that it can switch to the testkit's `inject`.
- * A missing broker fails the run loudly; it never skips.
+ * The shared broker of this test run, from the testkit's global setup (which honours
+ * ONCEFLOW_KAFKA_BROKERS, or starts a broker). A missing broker fails the run loudly; it never skips.
  */
 export function kafkaBrokers(): string[] {
-  const value = process.env.ONCEFLOW_KAFKA_BROKERS;
-  if (value === undefined || value.trim() === "") {
-    throw new Error(
-      "ONCEFLOW_KAFKA_BROKERS is not set: these tests need a real Kafka broker (for example ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092)",
-    );
-  }
-  return value.split(",").map((b) => b.trim());
+  return [...sharedKafka().brokers];
 }
 
 export function kafkaClient(brokers: string[] = kafkaBrokers()): Kafka {
@@ -37,7 +32,10 @@ export async function withAdmin<T>(fn: (admin: Admin) => Promise<T>, brokers?: s
 
 export async function createTopic(name: string, partitions = 1, brokers?: string[]): Promise<string> {
   await withAdmin(async (admin) => {
-    await admin.createTopics({ topics: [{ topic: name, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: false });
+    await admin.createTopics({
+      topics: [{ topic: name, numPartitions: partitions, replicationFactor: 1 }],
+      waitForLeaders: false,
+    });
     // Wait until every partition has a leader (metadata can lag the creation for a moment).
     const deadline = Date.now() + 15_000;
     for (;;) {
@@ -58,7 +56,13 @@ export async function createTopic(name: string, partitions = 1, brokers?: string
 /** Writes `values` as plain (non-transactional) records; `partition` chooses one partition. */
 export async function produce(
   topic: string,
-  messages: Array<{ key?: string | Buffer | null; value: string | Buffer | null; partition?: number; timestamp?: number; headers?: Record<string, string> }>,
+  messages: Array<{
+    key?: string | Buffer | null;
+    value: string | Buffer | null;
+    partition?: number;
+    timestamp?: number;
+    headers?: Record<string, string>;
+  }>,
 ): Promise<void> {
   const producer = kafkaClient().producer({ allowAutoTopicCreation: false });
   await producer.connect();
@@ -78,7 +82,13 @@ export async function produce(
   }
 }
 
-type OutputRecord = { partition: number; offset: string; key: string | null; value: string | null; headers: Record<string, string> };
+type OutputRecord = {
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+};
 
 interface RawBatchRecord {
   offset: string;
@@ -102,8 +112,12 @@ export async function readAll(
   options: { expected?: number; timeoutMs?: number; readUncommitted?: boolean; brokers?: string[] } = {},
 ): Promise<OutputRecord[]> {
   const kafka = kafkaClient(options.brokers);
-  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === "private:Kafka:createCluster");
-  const createCluster = (kafka as unknown as Record<symbol, (o: object) => TestCluster>)[symbol as symbol] as (o: object) => TestCluster;
+  const symbol = Object.getOwnPropertySymbols(kafka).find(
+    (s) => s.description === "private:Kafka:createCluster",
+  );
+  const createCluster = (kafka as unknown as Record<symbol, (o: object) => TestCluster>)[
+    symbol as symbol
+  ] as (o: object) => TestCluster;
   const cluster = createCluster({});
   await cluster.connect();
   const records: OutputRecord[] = [];
@@ -127,7 +141,12 @@ export async function readAll(
           maxWaitTime: 50,
           minBytes: 1,
           maxBytes: 50 * 1024 * 1024,
-          topics: [{ topic, partitions: [{ partition, fetchOffset: String(fetchOffset), maxBytes: 10 * 1024 * 1024 }] }],
+          topics: [
+            {
+              topic,
+              partitions: [{ partition, fetchOffset: String(fetchOffset), maxBytes: 10 * 1024 * 1024 }],
+            },
+          ],
         });
         const data = response.responses[0]?.partitions[0];
         if (data === undefined || data.messages.length === 0) continue;
@@ -148,12 +167,19 @@ export async function readAll(
             if (isAbort) abortedProducers.delete(context.producerId);
             continue;
           }
-          if (!options.readUncommitted && context.inTransaction && abortedProducers.has(context.producerId)) continue;
+          if (!options.readUncommitted && context.inTransaction && abortedProducers.has(context.producerId))
+            continue;
           for (const m of batch) {
             if (BigInt(m.offset) < fetchOffset) continue;
             const headers: Record<string, string> = {};
             for (const [k, v] of Object.entries(m.headers ?? {})) headers[k] = String(v);
-            records.push({ partition, offset: m.offset, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers });
+            records.push({
+              partition,
+              offset: m.offset,
+              key: m.key?.toString() ?? null,
+              value: m.value?.toString() ?? null,
+              headers,
+            });
           }
         }
         if (position > fetchOffset) progressed = true;
@@ -189,7 +215,10 @@ interface TestCluster {
   findBroker(query: { nodeId: string }): Promise<{
     fetch(request: object): Promise<{
       responses: Array<{
-        partitions: Array<{ messages: RawBatchRecord[]; abortedTransactions?: Array<{ producerId: string; firstOffset: string }> }>;
+        partitions: Array<{
+          messages: RawBatchRecord[];
+          abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
+        }>;
       }>;
     }>;
   }>;

@@ -5,6 +5,7 @@ import {
   jsonSerializer,
   type RuntimeContext,
   type SinkContext,
+  TransactionError,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
 import { type ICustomPartitioner, type Kafka, type Message, Partitioners, type Producer } from "kafkajs";
@@ -115,7 +116,13 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       transactionSerializer: jsonSerializer<KafkaTransaction>(),
       ...(guarantee === "exactly-once" ? { transactionTimeout: timeout } : {}),
       ignoreFailuresAfterTransactionTimeout: options.ignoreFailuresAfterTransactionTimeout ?? false,
-      commitRetry: { maxAttempts: 10, initialDelay: 200, maxDelay: 10_000, multiplier: 2, ...options.commitRetry },
+      commitRetry: {
+        maxAttempts: 10,
+        initialDelay: 200,
+        maxDelay: 10_000,
+        multiplier: 2,
+        ...options.commitRetry,
+      },
     });
     validateClientOptions(options);
     if (!["none", "at-least-once", "exactly-once"].includes(guarantee)) {
@@ -125,7 +132,10 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       );
     }
     if (typeof options.topic !== "string" && typeof options.topic !== "function") {
-      throw new ConfigurationError("topic", "give a topic name, or a function that picks the topic of each record");
+      throw new ConfigurationError(
+        "topic",
+        "give a topic name, or a function that picks the topic of each record",
+      );
     }
     if (options.topic === "") throw new ConfigurationError("topic", "must not be empty");
     if (guarantee === "exactly-once") {
@@ -133,7 +143,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       if (prefix === undefined || prefix.trim() === "") {
         throw new ConfigurationError(
           "transactionalIdPrefix",
-          "exactly-once needs a transactionalIdPrefix that is unique to this sink and stable across restarts, for example `${jobId}-${sinkUid}`",
+          'exactly-once needs a transactionalIdPrefix that is unique to this sink and stable across restarts, for example "orders-job-enriched-out"',
         );
       }
     }
@@ -183,7 +193,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     const topicMessages = this.toTopicMessages(values);
     if (this.guarantee === "exactly-once") {
       const open = await this.openTransaction(transaction);
-      await open.send(topicMessages);
+      try {
+        await open.send(topicMessages);
+      } catch (error) {
+        throw this.asFencedError(error, transaction);
+      }
     } else if (this.guarantee === "at-least-once") {
       await (await this.plainProducer()).sendBatch({ topicMessages, acks: -1 });
     } else {
@@ -279,7 +293,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   protected override describeTransaction(transaction: KafkaTransaction): string {
-    if (transaction.transactionalId === undefined) return `${transaction.guarantee}(${transaction.records} records)`;
+    if (transaction.transactionalId === undefined)
+      return `${transaction.guarantee}(${transaction.records} records)`;
     return `${transaction.transactionalId} (producerId ${transaction.producerId}, epoch ${transaction.producerEpoch})`;
   }
 
@@ -288,7 +303,10 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
    * broker aborted the transaction after its timeout (when it is that old) or a newer writer
    * fenced it; an aborted or unknown transaction that is not that old is fatal.
    */
-  protected override classifyCommitError(error: unknown, transaction: KafkaTransaction): CommitErrorClassification {
+  protected override classifyCommitError(
+    error: unknown,
+    transaction: KafkaTransaction,
+  ): CommitErrorClassification {
     const type = kafkaErrorType(error);
     const age = transaction.startedAt === undefined ? 0 : Date.now() - transaction.startedAt;
     const expired = age >= this.timeoutMs;
@@ -374,6 +392,27 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     return open;
   }
 
+  /** A write refused for a stale epoch becomes a typed error that says who took the id over. */
+  private asFencedError(error: unknown, transaction: KafkaTransaction): unknown {
+    const type = kafkaErrorType(error);
+    if (type !== "INVALID_PRODUCER_EPOCH" && type !== "PRODUCER_FENCED") return error;
+    const id = this.describeTransaction(transaction);
+    const age = transaction.startedAt === undefined ? 0 : Date.now() - transaction.startedAt;
+    const reason =
+      age >= this.timeoutMs
+        ? `the broker aborted it after transactionTimeout (${this.timeoutMs} ms; it is ${age} ms old). Nothing is lost: it was not pre-committed, and a restart replays it from the last checkpoint. Raise transactionTimeout or checkpoint more often`
+        : "another process of this job (a newer instance that recovered), or another sink with the same transactionalIdPrefix, took over its transactional id. Make sure only one instance of the job runs and that prefixes are unique";
+    return new TransactionError(
+      "TRANSACTION_FENCED",
+      `${this.name}: writing to transaction ${id} was refused: ${reason}`,
+      {
+        checkpointId: this.lastCheckpointId + 1,
+        transactionId: transaction.transactionalId,
+        cause: error,
+      },
+    );
+  }
+
   private plainProducer(): Promise<Producer> {
     this.producer ??= (async () => {
       const producer = this.kafka.producer({
@@ -429,7 +468,9 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       }));
       const { resources: described } = await admin.describeConfigs({ resources, includeSynonyms: false });
       for (const resource of described) {
-        const max = Number(resource.configEntries.find((e) => e.configName === "transaction.max.timeout.ms")?.configValue);
+        const max = Number(
+          resource.configEntries.find((e) => e.configName === "transaction.max.timeout.ms")?.configValue,
+        );
         if (Number.isFinite(max) && this.timeoutMs > max) {
           throw new ConfigurationError(
             "transactionTimeout",
@@ -450,7 +491,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 }
 
-function handleOf(transaction: KafkaTransaction): { transactionalId: string; producerId: string; producerEpoch: number } {
+function handleOf(transaction: KafkaTransaction): {
+  transactionalId: string;
+  producerId: string;
+  producerEpoch: number;
+} {
   return {
     transactionalId: transaction.transactionalId as string,
     producerId: transaction.producerId as string,
@@ -474,7 +519,11 @@ function partitionerOf(custom: KafkaSinkOptions<unknown>["partitioner"]): ICusto
       });
 }
 
-async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {

@@ -38,6 +38,8 @@ export const Serializers = {
 export function defaultValueSerializer<T>(): Serializer<T> {
   return {
     serialize: (value) =>
-      typeof value === "string" || Buffer.isBuffer(value) ? (value as string | Buffer) : JSON.stringify(value),
+      typeof value === "string" || Buffer.isBuffer(value)
+        ? (value as string | Buffer)
+        : JSON.stringify(value),
   };
 }

@@ -52,7 +52,8 @@ export class TransactionalIdPool {
 
   /** The slot's transaction is committed; hold it until a checkpoint above `lastSnapshotted` completes. */
   committed(slot: number, lastSnapshotted: number): void {
-    if (slot >= 0 && slot < this.size) this.slots[slot] = { state: "committed", holdUntil: lastSnapshotted + 1 };
+    if (slot >= 0 && slot < this.size)
+      this.slots[slot] = { state: "committed", holdUntil: lastSnapshotted + 1 };
   }
 
   /** The slot's transaction will never be needed again (aborted, or empty). */

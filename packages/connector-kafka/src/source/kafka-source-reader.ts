@@ -8,7 +8,12 @@ import {
   type SourceReaderContext,
 } from "@onceflow/core";
 import type { Admin, Kafka, Producer } from "kafkajs";
-import { type FetchedPartition, KafkaConnection, offsetOutOfRange, type RawRecord } from "../internal/kafkajs/internals.js";
+import {
+  type FetchedPartition,
+  KafkaConnection,
+  offsetOutOfRange,
+  type RawRecord,
+} from "../internal/kafkajs/internals.js";
 import type { DeserializationContext, Deserializer } from "./deserializer.js";
 import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
@@ -70,6 +75,17 @@ const RETRY_MAX_MS = 5000;
  * One fetch at a time per leader broker; fetched records wait in a buffer bounded by
  * `maxPrefetchBytes` (the backpressure) until `pollNext` hands them out, and only then does the
  * position that `snapshotState` returns move.
+ *
+ * The runtime creates it through {@link KafkaSource.createReader}; tests can drive it by hand.
+ *
+ * @example
+ * ```ts
+ * const reader = source.createReader(readerContext);
+ * await reader.addSplits(await source.discoverSplits(enumeratorContext));
+ * await reader.isAvailable();
+ * const batch = await reader.pollNext(); // { splitId: "orders-0", records, timestamps }
+ * const positions = reader.snapshotState(1); // next offsets after the records handed out
+ * ```
  */
 export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V, H>, KafkaPartitionSplit> {
   private readonly partitions = new Map<string, PartitionState>();
@@ -91,7 +107,10 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private wakeLoop: (() => void) | undefined;
   private wakeReaders: (() => void) | undefined;
   private readonly inFlightLeaders = new Set<number>();
-  private readonly pendingCommits = new Map<number, Array<{ topic: string; partition: number; offset: bigint }>>();
+  private readonly pendingCommits = new Map<
+    number,
+    Array<{ topic: string; partition: number; offset: bigint }>
+  >();
   private checkpointingSeen = false;
   private autoCommitTimer: NodeJS.Timeout | undefined;
   private lastAutoCommitted = "";
@@ -104,8 +123,17 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     this.admin = config.kafka.admin();
     this.resolver = new OffsetsResolver(this.admin, config.groupId);
     this.logger = context.logger.child({ source: "kafka", subtask: context.subtaskIndex });
-    this.labels = { job: context.jobId, operator: context.operatorUid, subtask: String(context.subtaskIndex) };
+    this.labels = {
+      job: context.jobId,
+      operator: context.operatorUid,
+      subtask: String(context.subtaskIndex),
+    };
     this.skipped = context.metrics.counter(MetricNames.recordsSkipped, "Records skipped by a source");
+    // When the runtime says checkpointing is on, auto-commit never starts (Flink ignores
+    // enable.auto.commit with checkpointing too); otherwise the first checkpoint stops it.
+    const interval = (context as SourceReaderContext & { readonly checkpointingInterval?: number })
+      .checkpointingInterval;
+    if (interval !== undefined) this.checkpointingSeen = true;
     this.deadLettered = context.metrics.counter(
       MetricNames.recordsDeadLettered,
       "Records written to a dead-letter topic",
@@ -133,7 +161,9 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     const fresh = splits.filter((s) => !this.partitions.has(s.splitId));
     if (fresh.some((s) => s.nextOffset !== undefined)) this.restored = true;
     // A reader that restored a checkpoint treats partitions it has no position for as new ones.
-    const initial = fresh.filter((s) => s.nextOffset === undefined && s.pendingStart !== "earliest" && !this.restored);
+    const initial = fresh.filter(
+      (s) => s.nextOffset === undefined && s.pendingStart !== "earliest" && !this.restored,
+    );
     const earliest = fresh.filter((s) => s.nextOffset === undefined && !initial.includes(s));
     const starts = new Map([
       ...(await this.resolver.start(initial, this.config.startingOffsets)),
@@ -141,7 +171,8 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     ]);
     const stopping = this.config.stoppingOffsets;
     const needStop = stopping === undefined ? [] : fresh.filter((s) => s.stoppingOffset === undefined);
-    const stops = stopping === undefined ? new Map<string, bigint>() : await this.resolver.stop(needStop, stopping);
+    const stops =
+      stopping === undefined ? new Map<string, bigint>() : await this.resolver.stop(needStop, stopping);
     for (const split of fresh) {
       const key = offsetKey(split.topic, split.partition);
       const start = split.nextOffset !== undefined ? BigInt(split.nextOffset) : starts.get(key);
@@ -220,7 +251,10 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     return { splitId: state.split.splitId, records, timestamps };
   }
 
-  private async deserialize(state: PartitionState, raw: RawRecord): Promise<KafkaRecord<K, V, H> | undefined> {
+  private async deserialize(
+    state: PartitionState,
+    raw: RawRecord,
+  ): Promise<KafkaRecord<K, V, H> | undefined> {
     const context: DeserializationContext = {
       topic: state.topic,
       partition: state.partition,
@@ -296,13 +330,18 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   }
 
   private async connectDeadLetterProducer(): Promise<Producer> {
-    const producer = this.config.kafka.producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+    const producer = this.config.kafka.producer({
+      allowAutoTopicCreation: false,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
     await producer.connect();
     return producer;
   }
 
   isAvailable(): Promise<void> {
-    if (this.hasData() || this.failure !== undefined || this.closed || this.isFinished()) return Promise.resolve();
+    if (this.hasData() || this.failure !== undefined || this.closed || this.isFinished())
+      return Promise.resolve();
     return new Promise((resolve) => {
       const previous = this.wakeReaders;
       this.wakeReaders = () => {
@@ -421,15 +460,17 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     const running = new Set<Promise<void>>();
     while (!this.closed && this.failure === undefined) {
       const wanted = [...this.partitions.values()].filter(
-        (s) =>
-          !s.inFlight && (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
+        (s) => !s.inFlight && (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
       );
       const woken = new Promise<void>((resolve) => {
         this.wakeLoop = resolve;
       });
       if (wanted.length > 0 && this.bufferedBytes < this.config.maxPrefetchBytes) {
         try {
-          const leaderOf = await this.connection.leaders([...new Set(wanted.map((s) => s.topic))], refreshMetadata);
+          const leaderOf = await this.connection.leaders(
+            [...new Set(wanted.map((s) => s.topic))],
+            refreshMetadata,
+          );
           refreshMetadata = false;
           const byLeader = new Map<number, PartitionState[]>();
           let placed = 0;
@@ -521,7 +562,12 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         const offset = offsets.get(offsetKey(state.topic, state.partition));
         if (offset !== undefined) {
           this.logger.warn(
-            { topic: state.topic, partition: state.partition, from: String(state.fetchOffset), to: String(offset) },
+            {
+              topic: state.topic,
+              partition: state.partition,
+              from: String(state.fetchOffset),
+              to: String(offset),
+            },
             `offset out of range (deleted by retention?): resetting to ${strategy}`,
           );
           // An empty chunk moves the handed-out position too, in order, after what is buffered.

@@ -51,7 +51,11 @@ export class KafkaSource<K = string, V = string, H = string>
     validateTopics(options.topics);
     const startingOffsets: StartingOffsets =
       options.startingOffsets ?? (options.groupId === undefined ? "earliest" : { committed: "earliest" });
-    if (typeof startingOffsets === "object" && "committed" in startingOffsets && options.groupId === undefined) {
+    if (
+      typeof startingOffsets === "object" &&
+      "committed" in startingOffsets &&
+      options.groupId === undefined
+    ) {
       throw new ConfigurationError(
         "startingOffsets",
         "{ committed } reads the consumer group's offsets but no groupId is set: set groupId, or start from 'earliest' or 'latest'",
@@ -67,7 +71,10 @@ export class KafkaSource<K = string, V = string, H = string>
     requirePositiveInteger("maxBytesPerPartition", options.maxBytesPerPartition);
     const discovery = options.partitionDiscoveryIntervalMs ?? DEFAULT_DISCOVERY_INTERVAL_MS;
     if (!Number.isInteger(discovery) || discovery < 0) {
-      throw new ConfigurationError("partitionDiscoveryIntervalMs", `must be 0 (off) or a positive integer, got ${discovery}`);
+      throw new ConfigurationError(
+        "partitionDiscoveryIntervalMs",
+        `must be 0 (off) or a positive integer, got ${discovery}`,
+      );
     }
     const kafka: Kafka = kafkaClientOf(options);
     this.topics = options.topics;
@@ -116,7 +123,9 @@ export class KafkaSource<K = string, V = string, H = string>
         }
       } else {
         const pattern = this.topics as RegExp;
-        topics = (await admin.listTopics()).filter((t) => !t.startsWith("__") && new RegExp(pattern.source, pattern.flags.replace("g", "")).test(t));
+        topics = (await admin.listTopics()).filter(
+          (t) => !t.startsWith("__") && new RegExp(pattern.source, pattern.flags.replace("g", "")).test(t),
+        );
       }
       const metadata = topics.length === 0 ? { topics: [] } : await admin.fetchTopicMetadata({ topics });
       const splits: KafkaPartitionSplit[] = [];
@@ -151,7 +160,11 @@ export class KafkaSource<K = string, V = string, H = string>
 
 function validateTopics(topics: readonly string[] | RegExp | undefined): void {
   if (topics instanceof RegExp) return;
-  if (!Array.isArray(topics) || topics.length === 0 || topics.some((t) => typeof t !== "string" || t === "")) {
+  if (
+    !Array.isArray(topics) ||
+    topics.length === 0 ||
+    topics.some((t) => typeof t !== "string" || t === "")
+  ) {
     throw new ConfigurationError("topics", "give at least one topic name, or a RegExp to match topic names");
   }
 }

@@ -25,12 +25,16 @@ export class OffsetsResolver {
   ) {}
 
   /** The earliest or latest offset of each partition. */
-  async reset(partitions: readonly TopicPartition[], strategy: OffsetResetStrategy): Promise<Map<string, bigint>> {
+  async reset(
+    partitions: readonly TopicPartition[],
+    strategy: OffsetResetStrategy,
+  ): Promise<Map<string, bigint>> {
     const result = new Map<string, bigint>();
     for (const [topic, wanted] of byTopic(partitions)) {
       const offsets = await this.admin.fetchTopicOffsets(topic);
       for (const o of offsets) {
-        if (wanted.has(o.partition)) result.set(keyOf(topic, o.partition), BigInt(strategy === "earliest" ? o.low : o.high));
+        if (wanted.has(o.partition))
+          result.set(keyOf(topic, o.partition), BigInt(strategy === "earliest" ? o.low : o.high));
       }
     }
     return result;
@@ -67,7 +71,8 @@ export class OffsetsResolver {
     if (partitions.length === 0) return new Map();
     if (spec === "earliest" || spec === "latest") return this.reset(partitions, spec);
     if ("timestamp" in spec) return this.forTimestamp(partitions, spec.timestamp);
-    const found = "committed" in spec ? await this.committed(partitions) : specificOffsets(partitions, spec.specific);
+    const found =
+      "committed" in spec ? await this.committed(partitions) : specificOffsets(partitions, spec.specific);
     const reset = "committed" in spec ? spec.committed : (spec.reset ?? "earliest");
     const missing = partitions.filter((p) => !found.has(keyOf(p.topic, p.partition)));
     for (const [key, offset] of await this.reset(missing, reset)) found.set(key, offset);
@@ -101,7 +106,10 @@ function byTopic(partitions: readonly TopicPartition[]): Map<string, Set<number>
   return topics;
 }
 
-function specificOffsets(partitions: readonly TopicPartition[], specific: readonly PartitionOffset[]): Map<string, bigint> {
+function specificOffsets(
+  partitions: readonly TopicPartition[],
+  specific: readonly PartitionOffset[],
+): Map<string, bigint> {
   const wanted = new Set(partitions.map((p) => keyOf(p.topic, p.partition)));
   const result = new Map<string, bigint>();
   for (const o of specific) {

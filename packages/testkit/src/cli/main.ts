@@ -23,7 +23,9 @@ function versionsFrom(args: readonly string[]): string[] {
 async function prepare(args: readonly string[]): Promise<void> {
   for (const version of versionsFrom(args)) {
     const jars = await ensureKafkaJars(version);
-    const how = jars.fetched ? `fetched from Maven Central in ${(jars.fetchMs / 1000).toFixed(1)} s` : "already cached";
+    const how = jars.fetched
+      ? `fetched from Maven Central in ${(jars.fetchMs / 1000).toFixed(1)} s`
+      : "already cached";
     console.log(`Kafka ${version}: ${how} (${jars.libDir})`);
   }
 }

@@ -115,7 +115,10 @@ class PublishesAllStagedSink extends MemorySink {
   protected override abort(): void {}
 }
 
-function contractOf(name: string, create: (bucket: string) => MemorySink): TwoPhaseCommitSinkContract<string> {
+function contractOf(
+  name: string,
+  create: (bucket: string) => MemorySink,
+): TwoPhaseCommitSinkContract<string> {
   return {
     name,
     createSink: (scope) => create(scope.id) as unknown as TwoPhaseCommitSink<string, unknown>,
@@ -144,17 +147,32 @@ const broken: Array<{ name: string; create: (bucket: string) => MemorySink; must
   {
     name: "WritesOutsideTransactionSink",
     create: (bucket) => new WritesOutsideTransactionSink(bucket),
-    mustFail: ["invisible-until-complete", "throw-in-invoke", "kill-after-invoke", "kill-before-first-checkpoint"],
+    mustFail: [
+      "invisible-until-complete",
+      "throw-in-invoke",
+      "kill-after-invoke",
+      "kill-before-first-checkpoint",
+    ],
   },
   {
     name: "PublishesAtPreCommitSink",
     create: (bucket) => new PublishesAtPreCommitSink(bucket),
-    mustFail: ["invisible-until-complete", "throw-in-pre-commit", "kill-after-pre-commit", "notify-aborted-then-complete"],
+    mustFail: [
+      "invisible-until-complete",
+      "throw-in-pre-commit",
+      "kill-after-pre-commit",
+      "notify-aborted-then-complete",
+    ],
   },
   {
     name: "SkipsRecoveryCommitSink",
     create: (bucket) => new SkipsRecoveryCommitSink(bucket),
-    mustFail: ["throw-in-commit", "kill-after-checkpoint-stored", "kill-with-several-pending", "two-subtasks"],
+    mustFail: [
+      "throw-in-commit",
+      "kill-after-checkpoint-stored",
+      "kill-with-several-pending",
+      "two-subtasks",
+    ],
   },
   {
     name: "PublishesAllStagedSink",
@@ -192,6 +210,11 @@ describe("the contract suite catches broken sinks", () => {
     const error = await outcomeOf(testCase!);
     expect(error).toBeInstanceOf(ContractViolationError);
     expect((error as ContractViolationError).message).toMatch(/duplicated "r0" ×2/);
-    expect((error as ContractViolationError).details.duplicated).toEqual(["\"r0\" ×2", "\"r1\" ×2", "\"r2\" ×2", "\"r3\" ×2"]);
+    expect((error as ContractViolationError).details.duplicated).toEqual([
+      '"r0" ×2',
+      '"r1" ×2',
+      '"r2" ×2',
+      '"r3" ×2',
+    ]);
   });
 });

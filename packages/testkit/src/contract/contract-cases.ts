@@ -68,7 +68,9 @@ const range = (count: number): number[] => Array.from({ length: count }, (_, ind
  * await cases.find((each) => each.id === "kill-during-commit")?.run();
  * ```
  */
-export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSinkContract<IN>): SinkContractCase[] {
+export function twoPhaseCommitSinkContractCases<IN>(
+  contract: TwoPhaseCommitSinkContract<IN>,
+): SinkContractCase[] {
   const perCheckpoint = contract.recordsPerCheckpoint ?? 4;
   if (!(Number.isInteger(perCheckpoint) && perCheckpoint >= 1)) {
     throw new RangeError(`recordsPerCheckpoint must be a whole number of at least 1, got ${perCheckpoint}`);
@@ -91,7 +93,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "invisible-until-complete",
-      title: "nothing is visible after invoke, after pre-commit, or after the checkpoint is stored; all of it after notifyCheckpointComplete",
+      title:
+        "nothing is visible after invoke, after pre-commit, or after the checkpoint is stored; all of it after notifyCheckpointComplete",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -108,7 +111,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "throw-in-invoke",
-      title: "invoke throws after writing into the transaction: the attempt fails, close aborts, the restore replays",
+      title:
+        "invoke throws after writing into the transaction: the attempt fails, close aborts, the restore replays",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -122,7 +126,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "throw-in-pre-commit",
-      title: "preCommit throws after its work: the checkpoint fails, close aborts the pre-committed transaction, the restore replays",
+      title:
+        "preCommit throws after its work: the checkpoint fails, close aborts the pre-committed transaction, the restore replays",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -185,7 +190,10 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
         s.store(await s.snapshot());
         await s.kill();
         await s.expectFailureOf("recoverAndCommit", () =>
-          s.start({ restore: "latest", faults: [{ step: "recoverAndCommit", when: "before", fault: "fatal" }] }),
+          s.start({
+            restore: "latest",
+            faults: [{ step: "recoverAndCommit", when: "before", fault: "fatal" }],
+          }),
         );
         await s.start({ restore: "latest" });
         await s.finish(R);
@@ -194,7 +202,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-before-first-checkpoint",
-      title: "killed after invoke, before any checkpoint: a fresh start must not let the dead instance's data in",
+      title:
+        "killed after invoke, before any checkpoint: a fresh start must not let the dead instance's data in",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -220,7 +229,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-after-pre-commit",
-      title: "killed right after preCommit, before the next transaction began: the checkpoint never completes",
+      title:
+        "killed right after preCommit, before the next transaction began: the checkpoint never completes",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -235,7 +245,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-after-snapshot-before-stored",
-      title: "killed after snapshotState returned, before the checkpoint was stored: its transaction is discarded, its id reused",
+      title:
+        "killed after snapshotState returned, before the checkpoint was stored: its transaction is discarded, its id reused",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -268,7 +279,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-during-commit",
-      title: "killed after commit reached the external system, before the sink knew: recovery commits again, idempotently",
+      title:
+        "killed after commit reached the external system, before the sink knew: recovery commits again, idempotently",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -283,7 +295,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-after-commit",
-      title: "killed after notifyCheckpointComplete returned: recovery's commit of the committed transaction changes nothing",
+      title:
+        "killed after notifyCheckpointComplete returned: recovery's commit of the committed transaction changes nothing",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -297,14 +310,18 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-during-recovery",
-      title: "killed right after recoverAndCommit during a restore: the next restore commits the same transaction again",
+      title:
+        "killed right after recoverAndCommit during a restore: the next restore commits the same transaction again",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
         s.store(await s.snapshot());
         await s.kill();
         await s.expectKilledBy("recoverAndCommit", () =>
-          s.start({ restore: "latest", faults: [{ step: "recoverAndCommit", when: "after", fault: "kill" }] }),
+          s.start({
+            restore: "latest",
+            faults: [{ step: "recoverAndCommit", when: "after", fault: "kill" }],
+          }),
         );
         await s.start({ restore: "latest" });
         await s.finish(R);
@@ -313,7 +330,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-during-recovery-abort",
-      title: "killed right after recoverAndAbort of the restored open transaction: the next restore aborts it again",
+      title:
+        "killed right after recoverAndAbort of the restored open transaction: the next restore aborts it again",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -332,7 +350,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "kill-with-several-pending",
-      title: "two stored checkpoints whose notifications were lost, then a kill: recovery commits both, in order",
+      title:
+        "two stored checkpoints whose notifications were lost, then a kill: recovery commits both, in order",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -395,7 +414,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "restore-same-checkpoint-twice",
-      title: "the same checkpoint restored twice (the first restored instance killed after writing): commits once, nothing of the dead instances leaks",
+      title:
+        "the same checkpoint restored twice (the first restored instance killed after writing): commits once, nothing of the dead instances leaks",
       body: async (s, check) => {
         await s.start();
         await s.write(R);
@@ -442,7 +462,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
     },
     {
       id: "empty-transactions",
-      title: "checkpoints without records (also pending at a kill, and restored) commit nothing and break nothing",
+      title:
+        "checkpoints without records (also pending at a kill, and restored) commit nothing and break nothing",
       body: async (s, check) => {
         await s.start();
         await s.checkpoint();
@@ -480,7 +501,8 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
   }));
   cases.push({
     id: "two-subtasks",
-    title: "two subtasks write side by side; one is killed between stored checkpoint and commit and restored: each record once",
+    title:
+      "two subtasks write side by side; one is killed between stored checkpoint and commit and restored: each record once",
     skipReason: contract.skip?.["two-subtasks"],
     run: () => runTwoSubtasks(contract, perCheckpoint),
   });
@@ -489,7 +511,11 @@ export function twoPhaseCommitSinkContractCases<IN>(contract: TwoPhaseCommitSink
 
 /** A scope id: short, unique, lowercase letters/digits/underscores, starting with a letter. */
 function newScopeId(contractName: string, caseId: string): string {
-  const name = contractName.toLowerCase().replace(/[^a-z0-9]+/g, "").slice(0, 12) || "sink";
+  const name =
+    contractName
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "")
+      .slice(0, 12) || "sink";
   const casePart = caseId
     .split("-")
     .map((word) => word[0] ?? "")
@@ -512,7 +538,11 @@ async function withScopes<IN>(
   }
 }
 
-function checksFor<IN>(contract: TwoPhaseCommitSinkContract<IN>, scopes: readonly SinkContractScope[], input: readonly number[]): Checks {
+function checksFor<IN>(
+  contract: TwoPhaseCommitSinkContract<IN>,
+  scopes: readonly SinkContractScope[],
+  input: readonly number[],
+): Checks {
   return {
     exactly: (indexes, when) => expectCommitted(contract, scopes, { exactlyOnce: indexes }, when),
     all: (when = "at the end") => expectCommitted(contract, scopes, { exactlyOnce: input }, when),
@@ -540,7 +570,12 @@ async function runTwoSubtasks<IN>(contract: TwoPhaseCommitSinkContract<IN>, R: n
   const scopes = [0, 1].map((subtaskIndex) => ({ id, caseId: "two-subtasks", subtaskIndex, parallelism: 2 }));
   const input = range(8 * R);
   const [zero, one] = scopes.map(
-    (scope) => new ContractSubtask(contract, scope, input.filter((index) => index % 2 === scope.subtaskIndex)),
+    (scope) =>
+      new ContractSubtask(
+        contract,
+        scope,
+        input.filter((index) => index % 2 === scope.subtaskIndex),
+      ),
   ) as [ContractSubtask<IN>, ContractSubtask<IN>];
   const check = checksFor(contract, scopes, input);
   await withScopes(contract, scopes, async () => {

@@ -42,7 +42,9 @@ export interface TwoPhaseCommitSinkContract<IN> {
    * start: a case that kills a sink restores a new instance from the last checkpoint. Faults are
    * injected around the instance's steps by the suite ({@link injectFaults}); the sink needs no hooks.
    */
-  createSink(scope: SinkContractScope): TwoPhaseCommitSink<IN, unknown> | Promise<TwoPhaseCommitSink<IN, unknown>>;
+  createSink(
+    scope: SinkContractScope,
+  ): TwoPhaseCommitSink<IN, unknown> | Promise<TwoPhaseCommitSink<IN, unknown>>;
   /**
    * Everything a reader of the destination sees as committed right now, independently of the sink
    * (a `read_committed` consumer, a fresh SQL connection, a directory listing), in any order.

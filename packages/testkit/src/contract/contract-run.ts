@@ -64,13 +64,15 @@ export class ContractSubtask<IN> {
 
   /** Starts a new instance: fresh, or restored from a stored checkpoint (`"latest"`: the highest stored). */
   async start(options: { restore?: number | "latest"; faults?: readonly FaultRule[] } = {}): Promise<void> {
-    if (this.harness !== undefined) throw new Error("start(): the previous instance was neither killed nor closed");
+    if (this.harness !== undefined)
+      throw new Error("start(): the previous instance was neither killed nor closed");
     const restoreId =
       options.restore === "latest"
         ? Math.max(0, ...this.stored.keys()) || undefined
         : (options.restore ?? undefined);
     const restored = restoreId === undefined ? undefined : this.stored.get(restoreId);
-    if (restoreId !== undefined && restored === undefined) throw new Error(`checkpoint ${restoreId} was never stored`);
+    if (restoreId !== undefined && restored === undefined)
+      throw new Error(`checkpoint ${restoreId} was never stored`);
     const sink = await this.contract.createSink(this.scope);
     this.faultControl = injectFaults(sink, options.faults ?? []);
     const harness = new SinkTestHarness(sink, {
@@ -109,7 +111,8 @@ export class ContractSubtask<IN> {
   /** The checkpoint is durable (every subtask acknowledged and its metadata was written). */
   store(checkpointId: number): void {
     const snapshot = this.snapshots.get(checkpointId);
-    if (snapshot === undefined) throw new Error(`checkpoint ${checkpointId} was not snapshotted by this instance`);
+    if (snapshot === undefined)
+      throw new Error(`checkpoint ${checkpointId} was not snapshotted by this instance`);
     this.stored.set(checkpointId, snapshot);
   }
 
@@ -214,7 +217,11 @@ export class ContractSubtask<IN> {
 export async function expectCommitted<IN>(
   contract: TwoPhaseCommitSinkContract<IN>,
   scopes: readonly SinkContractScope[],
-  expected: { exactlyOnce: readonly number[]; atLeastOnce?: readonly number[]; atMostTwice?: readonly number[] },
+  expected: {
+    exactlyOnce: readonly number[];
+    atLeastOnce?: readonly number[];
+    atMostTwice?: readonly number[];
+  },
   when: string,
 ): Promise<void> {
   const identify = contract.identify ?? ((value: IN) => JSON.stringify(value));
@@ -228,11 +235,13 @@ export async function expectCommitted<IN>(
   const missing: string[] = [];
   const duplicated: string[] = [];
   const wanted = new Map<string, { min: number; max: number }>();
-  for (const index of expected.exactlyOnce) wanted.set(identify(contract.createRecord(index)), { min: 1, max: 1 });
+  for (const index of expected.exactlyOnce)
+    wanted.set(identify(contract.createRecord(index)), { min: 1, max: 1 });
   for (const index of expected.atLeastOnce ?? []) {
     wanted.set(identify(contract.createRecord(index)), { min: 1, max: Number.POSITIVE_INFINITY });
   }
-  for (const index of expected.atMostTwice ?? []) wanted.set(identify(contract.createRecord(index)), { min: 1, max: 2 });
+  for (const index of expected.atMostTwice ?? [])
+    wanted.set(identify(contract.createRecord(index)), { min: 1, max: 2 });
   for (const [key, { min, max }] of wanted) {
     const count = seen.get(key) ?? 0;
     if (count < min) missing.push(key);
@@ -240,17 +249,23 @@ export async function expectCommitted<IN>(
   }
   const unexpected = [...seen.keys()].filter((key) => !wanted.has(key));
   if (missing.length + duplicated.length + unexpected.length === 0) return;
-  const list = (items: string[]) => (items.length > 8 ? `${items.slice(0, 8).join(", ")} … (${items.length})` : items.join(", "));
+  const list = (items: string[]) =>
+    items.length > 8 ? `${items.slice(0, 8).join(", ")} … (${items.length})` : items.join(", ");
   const problems = [
     missing.length > 0 ? `missing ${list(missing)}` : undefined,
     duplicated.length > 0 ? `duplicated ${list(duplicated)}` : undefined,
-    unexpected.length > 0 ? `unexpected (never committed by a completed checkpoint) ${list(unexpected)}` : undefined,
+    unexpected.length > 0
+      ? `unexpected (never committed by a completed checkpoint) ${list(unexpected)}`
+      : undefined,
   ].filter((problem) => problem !== undefined);
-  throw new ContractViolationError(`${contract.name}: ${when}: the committed output is wrong: ${problems.join("; ")}`, {
-    missing,
-    duplicated,
-    unexpected,
-  });
+  throw new ContractViolationError(
+    `${contract.name}: ${when}: the committed output is wrong: ${problems.join("; ")}`,
+    {
+      missing,
+      duplicated,
+      unexpected,
+    },
+  );
 }
 
 function describeError(error: unknown): string {

@@ -26,7 +26,11 @@ export function serviceUnavailable(
  * throw faultInjectionUnsupported("Kafka", "kill()", "ONCEFLOW_KAFKA_BROKERS");
  * ```
  */
-export function faultInjectionUnsupported(service: string, operation: string, variable: string): OnceflowError {
+export function faultInjectionUnsupported(
+  service: string,
+  operation: string,
+  variable: string,
+): OnceflowError {
   return serviceUnavailable(
     `${service} ${operation}: fault injection needs a provider the testkit controls (testcontainers or local ` +
       `processes), but this ${service} was named by ${variable} and is not the testkit's to kill or restart. ` +

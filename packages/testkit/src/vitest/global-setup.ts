@@ -43,7 +43,6 @@ function exportToEnvironment(variable: string, marker: string, value: string): v
  */
 export async function setup(project: TestProject): Promise<void> {
   const want = wanted(process.env);
-  const started = Date.now();
   const [kafkaResult, postgresResult] = await Promise.allSettled([
     want.kafka ? startKafka() : Promise.resolve(undefined),
     want.postgres ? startPostgres() : Promise.resolve(undefined),
@@ -59,7 +58,9 @@ export async function setup(project: TestProject): Promise<void> {
   }
   project.provide(
     PROVIDED_KEYS.kafka,
-    kafka === undefined ? null : { brokers: [...kafka.brokers], version: kafka.version, provider: kafka.provider },
+    kafka === undefined
+      ? null
+      : { brokers: [...kafka.brokers], version: kafka.version, provider: kafka.provider },
   );
   project.provide(
     PROVIDED_KEYS.postgres,
@@ -76,11 +77,11 @@ export async function setup(project: TestProject): Promise<void> {
           maxPreparedTransactions: postgres.maxPreparedTransactions,
         },
   );
-  if (kafka !== undefined) exportToEnvironment(KAFKA_BROKERS_VARIABLE, SHARED_MARKERS.kafka, kafka.brokers.join(","));
+  if (kafka !== undefined)
+    exportToEnvironment(KAFKA_BROKERS_VARIABLE, SHARED_MARKERS.kafka, kafka.brokers.join(","));
   if (postgres !== undefined) {
     exportToEnvironment(POSTGRES_URL_VARIABLE, SHARED_MARKERS.postgres, postgres.connectionString);
   }
-  process.env.ONCEFLOW_TESTKIT_STARTUP_MS = String(Date.now() - started);
 }
 
 /**

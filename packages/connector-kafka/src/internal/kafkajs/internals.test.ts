@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { type DecodedMessage, withoutAborted } from "./internals.js";
 
-function record(offset: number, producerId: string, options: { control?: "commit" | "abort"; txn?: boolean } = {}): DecodedMessage {
+function record(
+  offset: number,
+  producerId: string,
+  options: { control?: "commit" | "abort"; txn?: boolean } = {},
+): DecodedMessage {
   return {
     offset: String(offset),
     timestamp: "0",
@@ -9,7 +13,12 @@ function record(offset: number, producerId: string, options: { control?: "commit
     value: options.control === undefined ? Buffer.from(`${producerId}@${offset}`) : null,
     headers: {},
     isControlRecord: options.control !== undefined,
-    batchContext: { firstOffset: String(offset), lastOffsetDelta: 0, producerId, inTransaction: options.txn ?? true },
+    batchContext: {
+      firstOffset: String(offset),
+      lastOffsetDelta: 0,
+      producerId,
+      inTransaction: options.txn ?? true,
+    },
   };
 }
 
@@ -35,7 +44,12 @@ describe("withoutAborted", () => {
   });
 
   it("enters every aborted transaction that began before the first record fetched", () => {
-    const messages = [record(10, "A"), record(11, "B"), record(12, "B", { control: "abort" }), record(13, "A", { control: "abort" })];
+    const messages = [
+      record(10, "A"),
+      record(11, "B"),
+      record(12, "B", { control: "abort" }),
+      record(13, "A", { control: "abort" }),
+    ];
     const aborted = [
       { producerId: "B", firstOffset: "3" },
       { producerId: "A", firstOffset: "5" },

@@ -38,7 +38,10 @@ interface InternalBroker {
     maxWaitTime: number;
     minBytes: number;
     maxBytes: number;
-    topics: Array<{ topic: string; partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }> }>;
+    topics: Array<{
+      topic: string;
+      partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }>;
+    }>;
   }): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }> }>;
   endTxn(request: {
     transactionalId: string;
@@ -93,7 +96,10 @@ type CreateMessageProducer = (options: {
   retrier: unknown;
   getConnectionStatus: () => string;
 }) => {
-  sendBatch(request: { acks: number; topicMessages: Array<{ topic: string; messages: Message[] }> }): Promise<unknown>;
+  sendBatch(request: {
+    acks: number;
+    topicMessages: Array<{ topic: string; messages: Message[] }>;
+  }): Promise<unknown>;
 };
 
 // The one place where kafkajs internals are loaded and typed.
@@ -145,7 +151,10 @@ export class KafkaConnection {
   }
 
   /** Loads metadata for `topics` and groups `partitions` of `topic` by their leader's node id. */
-  async leaders(topics: string[], refresh: boolean): Promise<(topic: string, partitions: number[]) => Map<number, number[]>> {
+  async leaders(
+    topics: string[],
+    refresh: boolean,
+  ): Promise<(topic: string, partitions: number[]) => Map<number, number[]>> {
     if (refresh) await this.cluster.refreshMetadata();
     await this.cluster.addMultipleTargetTopics(topics);
     return (topic, partitions) => {
@@ -174,7 +183,11 @@ export class KafkaConnection {
     const requested = new Map<string, bigint>();
     for (const p of request.partitions) {
       const list = topics.get(p.topic) ?? [];
-      list.push({ partition: p.partition, fetchOffset: p.fetchOffset.toString(), maxBytes: request.maxBytesPerPartition });
+      list.push({
+        partition: p.partition,
+        fetchOffset: p.fetchOffset.toString(),
+        maxBytes: request.maxBytesPerPartition,
+      });
       topics.set(p.topic, list);
       requested.set(`${p.topic}\u0000${p.partition}`, p.fetchOffset);
     }
@@ -199,16 +212,15 @@ export class KafkaConnection {
           if (batchEnd > nextOffset) nextOffset = batchEnd;
           if (BigInt(message.offset) >= fetchOffset) within.push(message);
         }
-        const visible = withoutAborted(within, data.abortedTransactions)
-          .map(
-            (m): RawRecord => ({
-              offset: BigInt(m.offset),
-              timestamp: Number(m.timestamp),
-              key: m.key,
-              value: m.value,
-              headers: m.headers,
-            }),
-          );
+        const visible = withoutAborted(within, data.abortedTransactions).map(
+          (m): RawRecord => ({
+            offset: BigInt(m.offset),
+            timestamp: Number(m.timestamp),
+            key: m.key,
+            value: m.value,
+            headers: m.headers,
+          }),
+        );
         result.push({
           topic: topicName,
           partition: data.partition,
@@ -231,7 +243,10 @@ export class KafkaConnection {
     offsets: Array<{ topic: string; partition: number; offset: bigint }>,
   ): Promise<void> {
     if (offsets.length === 0) return;
-    const coordinator = await this.cluster.findGroupCoordinator({ groupId, coordinatorType: GROUP_COORDINATOR });
+    const coordinator = await this.cluster.findGroupCoordinator({
+      groupId,
+      coordinatorType: GROUP_COORDINATOR,
+    });
     const topics = new Map<string, Array<{ partition: number; offset: string }>>();
     for (const o of offsets) {
       const list = topics.get(o.topic) ?? [];
@@ -399,7 +414,8 @@ export function withoutAborted(
     const { producerId, inTransaction } = message.batchContext;
     if (message.isControlRecord) {
       // An abort marker ends that producer's aborted transaction.
-      if (message.key !== null && Buffer.from(message.key).equals(ABORT_MARKER_KEY)) abortedProducers.delete(producerId);
+      if (message.key !== null && Buffer.from(message.key).equals(ABORT_MARKER_KEY))
+        abortedProducers.delete(producerId);
       continue;
     }
     if (inTransaction && abortedProducers.has(producerId)) continue;

@@ -24,7 +24,10 @@ export interface ContainerKafkaOptions {
  */
 export function toKafkaImageEnvironment(settings: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(settings).map(([key, value]) => [`KAFKA_${key.toUpperCase().replaceAll(".", "_")}`, value]),
+    Object.entries(settings).map(([key, value]) => [
+      `KAFKA_${key.toUpperCase().replaceAll(".", "_")}`,
+      value,
+    ]),
   );
 }
 

@@ -37,7 +37,9 @@ export function parseJavaVersion(output: string): { version: string; major: numb
  * if ("problem" in java) throw new Error(java.problem);
  * ```
  */
-export async function findJava(env: NodeJS.ProcessEnv = process.env): Promise<JavaRuntime | { problem: string }> {
+export async function findJava(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<JavaRuntime | { problem: string }> {
   const candidates: string[] = [];
   if (env.JAVA_HOME) candidates.push(join(env.JAVA_HOME, "bin", "java"));
   candidates.push("java");

@@ -1,6 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { OnceflowError } from "@onceflow/core";
 import { Kafka, logLevel } from "kafkajs";
-import { setTimeout as sleep } from "node:timers/promises";
 
 /** Options of {@link createKafkaTopic}. */
 export interface CreateTopicOptions {
@@ -56,9 +56,13 @@ export async function createKafkaTopic(
       ],
     });
     if (!created) {
-      throw new OnceflowError("CONFIGURATION", `topic "${name}" already exists; give each test its own topic name`, {
-        details: { topic: name },
-      });
+      throw new OnceflowError(
+        "CONFIGURATION",
+        `topic "${name}" already exists; give each test its own topic name`,
+        {
+          details: { topic: name },
+        },
+      );
     }
   } finally {
     await admin.disconnect();

@@ -1,12 +1,44 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:net";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { findFreePort } from "../../runtime/free-port.js";
 import { isProcessAlive } from "../../runtime/processes.js";
 import { usePrivateKafka } from "../../vitest/shared-services.js";
 import { produceTransactions, readValues } from "./fixtures/transactions.js";
 
+// The first ports handed out include one this file holds open, as if another process took it between
+// "found free" and "bound": the broker's first start must cope by taking other ports.
+const held = vi.hoisted(() => ({ port: 0, handedOut: false }));
+vi.mock("../../runtime/free-port.js", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../../runtime/free-port.js")>();
+  return {
+    ...original,
+    findFreePorts: async (count: number, host?: string) => {
+      const ports = await original.findFreePorts(count, host);
+      if (held.handedOut || held.port === 0) return ports;
+      held.handedOut = true;
+      return [held.port, ...ports.filter((port) => port !== held.port).slice(1)];
+    },
+  };
+});
+
+let blocker: Server;
+beforeAll(async () => {
+  held.port = await findFreePort();
+  blocker = createServer((socket) => socket.destroy()); // holds the port, serves nobody
+  await new Promise<void>((resolve) => blocker.listen(held.port, "127.0.0.1", resolve));
+});
+afterAll(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+
 describe("a private broker for fault injection", () => {
   const kafka = usePrivateKafka();
+
+  it("started on other ports when the first one it found was taken before it could bind", () => {
+    if (kafka().provider !== "local") return;
+    expect(held.handedOut).toBe(true);
+    expect(kafka().brokers).not.toContain(`127.0.0.1:${held.port}`);
+  });
 
   it("killed with SIGKILL and started again, it serves its committed data on the same address", async () => {
     const broker = kafka();

@@ -52,7 +52,10 @@ export function mavenCommand(env: NodeJS.ProcessEnv = process.env): string {
  * await writeFile("pom.xml", kafkaPom("3.9.1"));
  * ```
  */
-export function kafkaPom(version: string, artifacts: readonly MavenArtifact[] = kafkaArtifacts(version)): string {
+export function kafkaPom(
+  version: string,
+  artifacts: readonly MavenArtifact[] = kafkaArtifacts(version),
+): string {
   const dependencies = artifacts
     .map(
       (a) =>
@@ -93,7 +96,9 @@ function recipeOf(version: string): string {
 async function isComplete(folder: string, version: string): Promise<boolean> {
   try {
     const marker = JSON.parse(await readFile(join(folder, MARKER), "utf8")) as { recipe?: string };
-    return marker.recipe === recipeOf(version) && existsSync(join(folder, "libs", `kafka_2.13-${version}.jar`));
+    return (
+      marker.recipe === recipeOf(version) && existsSync(join(folder, "libs", `kafka_2.13-${version}.jar`))
+    );
   } catch {
     return false;
   }
@@ -126,7 +131,8 @@ export function hasCachedKafkaJars(version: string, cacheDir: string = onceflowC
 export async function ensureKafkaJars(version: string, options: KafkaJarsOptions = {}): Promise<KafkaJars> {
   const cacheDir = options.cacheDir ?? onceflowCacheDir();
   const folder = kafkaCacheFolder(version, cacheDir);
-  if (await isComplete(folder, version)) return { version, libDir: join(folder, "libs"), fetched: false, fetchMs: 0 };
+  if (await isComplete(folder, version))
+    return { version, libDir: join(folder, "libs"), fetched: false, fetchMs: 0 };
 
   const started = Date.now();
   await mkdir(cacheDir, { recursive: true });
@@ -171,7 +177,12 @@ export async function ensureKafkaJars(version: string, options: KafkaJarsOptions
     }
     await writeFile(
       join(staging, MARKER),
-      JSON.stringify({ version, recipe: recipeOf(version), fetchedAt: new Date().toISOString(), jars: jars.length }),
+      JSON.stringify({
+        version,
+        recipe: recipeOf(version),
+        fetchedAt: new Date().toISOString(),
+        jars: jars.length,
+      }),
     );
     await moveIntoPlace(staging, folder, version);
     return { version, libDir: join(folder, "libs"), fetched: true, fetchMs: Date.now() - started };

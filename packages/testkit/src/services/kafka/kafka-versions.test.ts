@@ -20,15 +20,23 @@ describe("resolveKafkaVersion", () => {
   });
 
   it("refuses what is not a version, naming the setting", () => {
-    expect(() => resolveKafkaVersion(undefined, { ONCEFLOW_KAFKA_VERSION: "latest" })).toThrow(ConfigurationError);
-    expect(() => resolveKafkaVersion(undefined, { ONCEFLOW_KAFKA_VERSION: "latest" })).toThrow(/ONCEFLOW_KAFKA_VERSION/);
+    expect(() => resolveKafkaVersion(undefined, { ONCEFLOW_KAFKA_VERSION: "latest" })).toThrow(
+      ConfigurationError,
+    );
+    expect(() => resolveKafkaVersion(undefined, { ONCEFLOW_KAFKA_VERSION: "latest" })).toThrow(
+      /ONCEFLOW_KAFKA_VERSION/,
+    );
     expect(() => resolveKafkaVersion("2.8.2", {})).toThrow(/KRaft/);
   });
 });
 
 describe("what a broker needs", () => {
   it("3.x logs through reload4j, 4.x through log4j2", () => {
-    expect(kafkaArtifacts("3.9.1").map((a) => a.artifactId)).toEqual(["kafka_2.13", "reload4j", "slf4j-reload4j"]);
+    expect(kafkaArtifacts("3.9.1").map((a) => a.artifactId)).toEqual([
+      "kafka_2.13",
+      "reload4j",
+      "slf4j-reload4j",
+    ]);
     expect(kafkaArtifacts("4.1.1").map((a) => a.artifactId)).toEqual([
       "kafka_2.13",
       "log4j-api",
@@ -44,6 +52,8 @@ describe("what a broker needs", () => {
     expect(v3).toContain("transaction.abort.timed.out.transaction.cleanup.interval.ms=1000\n");
     expect(v3).toContain("advertised.listeners=PLAINTEXT://127.0.0.1:1\n");
     expect(v3).not.toContain("share.coordinator");
-    expect(brokerProperties("4.1.1", address)).toContain("share.coordinator.state.topic.replication.factor=1\n");
+    expect(brokerProperties("4.1.1", address)).toContain(
+      "share.coordinator.state.topic.replication.factor=1\n",
+    );
   });
 });

@@ -9,13 +9,13 @@ import { type CleanupHandle, registerCleanup } from "../../runtime/cleanup-regis
 import { findFreePorts } from "../../runtime/free-port.js";
 import { readLogTail } from "../../runtime/log-tail.js";
 import { outputTail, runCommand, terminateChild, waitForExit } from "../../runtime/processes.js";
-import { type ProbeResult } from "../providers/provider-selection.js";
+import type { ProbeResult } from "../providers/provider-selection.js";
 import { brokerLogging, brokerProperties } from "./broker-properties.js";
+import { findJava, type JavaRuntime } from "./java-runtime.js";
 import { type CreateTopicOptions, createKafkaTopic, waitUntilKafkaServes } from "./kafka-admin.js";
 import { ensureKafkaJars, hasCachedKafkaJars, mavenCommand } from "./kafka-jars.js";
 import type { KafkaService } from "./kafka-service.js";
 import { minimumJavaFor } from "./kafka-versions.js";
-import { findJava, type JavaRuntime } from "./java-runtime.js";
 
 const HOST = "127.0.0.1";
 // Small heap: a test broker holds little, and the machine runs the tests next to it.
@@ -54,14 +54,22 @@ export async function probeLocalKafka(
   const remedy =
     `install Java ${needJava}+ and Maven 3.6+ (Debian/Ubuntu: apt-get install openjdk-17-jre-headless maven; ` +
     "or set JAVA_HOME / ONCEFLOW_MAVEN); the broker jars are then fetched from Maven Central once and cached";
-  const fail = (detail: string) => ({ probe: { provider: "local" as const, available: false, detail, remedy } });
+  const fail = (detail: string) => ({
+    probe: { provider: "local" as const, available: false, detail, remedy },
+  });
   const java = await findJava(env);
   if ("problem" in java) return fail(java.problem);
-  if (java.major < needJava) return fail(`Kafka ${version} needs Java ${needJava}+, found ${java.version} (${java.command})`);
+  if (java.major < needJava)
+    return fail(`Kafka ${version} needs Java ${needJava}+, found ${java.version} (${java.command})`);
   const cached = await hasCachedKafkaJars(version, cacheDir);
   if (cached) {
     return {
-      probe: { provider: "local", available: true, detail: `Java ${java.version}, Kafka ${version} jars cached`, remedy },
+      probe: {
+        provider: "local",
+        available: true,
+        detail: `Java ${java.version}, Kafka ${version} jars cached`,
+        remedy,
+      },
       requirements: { java, cached },
     };
   }
@@ -106,12 +114,14 @@ export interface LocalKafkaOptions {
  * const kafka = await startLocalKafka({ version: "3.9.1", java, cacheDir, startTimeoutMs: 180_000 });
  * ```
  */
-export async function startLocalKafka(options: LocalKafkaOptions): Promise<KafkaService & { fetchMs: number }> {
+export async function startLocalKafka(
+  options: LocalKafkaOptions,
+): Promise<KafkaService & { fetchMs: number }> {
   const jars = await ensureKafkaJars(options.version, { cacheDir: options.cacheDir });
   const broker = new LocalKafkaBroker(options, jars.libDir);
   await broker.initialize();
   try {
-    await broker.start();
+    await broker.startFirstTime();
   } catch (error) {
     await broker.stop();
     throw error;
@@ -144,21 +154,40 @@ class LocalKafkaBroker {
     return [...JVM_OPTIONS, logging.systemProperty, "-cp", `${this.libDir}/*`, mainClass, ...rest];
   }
 
-  /** Writes the configuration and formats the storage, once per broker. */
-  async initialize(): Promise<void> {
-    const { version } = this.options;
-    this.workDir = await mkdtemp(join(tmpdir(), "onceflow-kafka-"));
-    this.cleanup = registerCleanup("kafka", { commands: [], pids: [], dirs: [this.workDir] });
+  /** Picks free ports and writes them into server.properties (before the first start only). */
+  async choosePorts(): Promise<void> {
     [this.port, this.controllerPort] = (await findFreePorts(2, HOST)) as [number, number];
-    const logging = brokerLogging(version, this.workDir);
-    await writeFile(join(this.workDir, logging.fileName), logging.content);
-    const properties = brokerProperties(version, {
+    const properties = brokerProperties(this.options.version, {
       host: HOST,
       port: this.port,
       controllerPort: this.controllerPort,
       logDir: join(this.workDir, "data"),
     });
     await writeFile(join(this.workDir, "server.properties"), properties);
+  }
+
+  /**
+   * The first start. A port found free can be taken by another process before the JVM binds it;
+   * then the broker gets new ports once. (Later starts must keep the ports: clients know them.)
+   */
+  async startFirstTime(): Promise<void> {
+    try {
+      await this.start();
+    } catch (error) {
+      if (!/BindException|Address already in use/.test(await readLogTail(this.logPath, 200))) throw error;
+      await this.choosePorts();
+      await this.start();
+    }
+  }
+
+  /** Writes the configuration and formats the storage, once per broker. */
+  async initialize(): Promise<void> {
+    const { version } = this.options;
+    this.workDir = await mkdtemp(join(tmpdir(), "onceflow-kafka-"));
+    this.cleanup = registerCleanup("kafka", { commands: [], pids: [], dirs: [this.workDir] });
+    const logging = brokerLogging(version, this.workDir);
+    await writeFile(join(this.workDir, logging.fileName), logging.content);
+    await this.choosePorts();
     const clusterId = randomBytes(16).toString("base64url"); // 22 characters, as KRaft wants
     const format = await runCommand(
       this.options.java.command,
@@ -191,7 +220,10 @@ class LocalKafkaBroker {
     const logging = brokerLogging(this.options.version, this.workDir);
     // The JVM writes to a file, not to a pipe of ours: it must not depend on this process to drain it.
     const log = openSync(this.logPath, "a");
-    writeSync(log, `\n===== onceflow testkit: starting Kafka ${this.options.version} at ${new Date().toISOString()}\n`);
+    writeSync(
+      log,
+      `\n===== onceflow testkit: starting Kafka ${this.options.version} at ${new Date().toISOString()}\n`,
+    );
     const started = Date.now();
     let child: ChildProcess;
     try {
@@ -205,9 +237,17 @@ class LocalKafkaBroker {
     }
     const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
     this.child = child;
-    this.cleanup?.update({ commands: [], pids: child.pid === undefined ? [] : [child.pid], dirs: [this.workDir] });
+    this.cleanup?.update({
+      commands: [],
+      pids: child.pid === undefined ? [] : [child.pid],
+      dirs: [this.workDir],
+    });
     const problem = await Promise.race([
-      waitUntilKafkaServes(this.brokers, this.options.startTimeoutMs, () => child.exitCode === null && child.signalCode === null),
+      waitUntilKafkaServes(
+        this.brokers,
+        this.options.startTimeoutMs,
+        () => child.exitCode === null && child.signalCode === null,
+      ),
       spawnError.then((error) => `java could not be started: ${error.message}`),
     ]);
     if (problem !== undefined) {
@@ -236,7 +276,7 @@ class LocalKafkaBroker {
   }
 
   asService(): KafkaService {
-    // biome-ignore lint/complexity/noUselessThisAlias: the getters below must read the live broker state
+    // The getters below read the live state (the process id changes on restart).
     const broker = this;
     return {
       brokers: this.brokers,
@@ -246,7 +286,8 @@ class LocalKafkaBroker {
         return broker.child?.pid;
       },
       workDir: this.workDir,
-      createTopic: (name: string, options: CreateTopicOptions) => createKafkaTopic(this.brokers, name, options),
+      createTopic: (name: string, options: CreateTopicOptions) =>
+        createKafkaTopic(this.brokers, name, options),
       kill: () => this.kill(),
       start: () => this.start(),
       stop: () => this.stop(),

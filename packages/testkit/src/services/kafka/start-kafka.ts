@@ -1,6 +1,6 @@
+import { serviceUnavailable } from "../../errors/service-errors.js";
 import { announceOnce, stderrWriter } from "../../runtime/announce.js";
 import { onceflowCacheDir } from "../../runtime/cache-dir.js";
-import { serviceUnavailable } from "../../errors/service-errors.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
 import { startContainerKafka } from "./container-kafka.js";
@@ -45,7 +45,8 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       return probe;
     },
   });
-  if (!decision.ok) throw serviceUnavailable(decision.message, { service: "kafka", version, tried: decision.tried });
+  if (!decision.ok)
+    throw serviceUnavailable(decision.message, { service: "kafka", version, tried: decision.tried });
 
   const started = Date.now();
   let service: KafkaService;

@@ -30,7 +30,13 @@ export async function startContainerPostgres(options: ContainerPostgresOptions):
     .withPassword("postgres")
     .withDatabase("postgres")
     .withExposedPorts({ container: 5432, host: port })
-    .withCommand(["postgres", "-c", `max_prepared_transactions=${options.maxPreparedTransactions}`, "-c", "fsync=off"])
+    .withCommand([
+      "postgres",
+      "-c",
+      `max_prepared_transactions=${options.maxPreparedTransactions}`,
+      "-c",
+      "fsync=off",
+    ])
     .withStartupTimeout(options.startTimeoutMs)
     .start();
   const control = await controlContainer(started);

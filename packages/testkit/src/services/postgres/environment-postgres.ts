@@ -59,7 +59,11 @@ export async function useEnvironmentPostgres(
   try {
     url = new URL(connectionString);
   } catch (error) {
-    throw serviceUnavailable(`${POSTGRES_URL_VARIABLE} is not a URL (postgresql://user@host:port/db)`, {}, error);
+    throw serviceUnavailable(
+      `${POSTGRES_URL_VARIABLE} is not a URL (postgresql://user@host:port/db)`,
+      {},
+      error,
+    );
   }
   const ready = await waitUntilPostgresAccepts(connectionString, timeoutMs);
   if ("problem" in ready) {
@@ -88,7 +92,8 @@ export async function useEnvironmentPostgres(
     maxPreparedTransactions: ready.maxPreparedTransactions,
     pid: undefined,
     workDir: undefined,
-    restart: () => Promise.reject(faultInjectionUnsupported("PostgreSQL", "restart()", POSTGRES_URL_VARIABLE)),
+    restart: () =>
+      Promise.reject(faultInjectionUnsupported("PostgreSQL", "restart()", POSTGRES_URL_VARIABLE)),
     stop: () => Promise.resolve(),
   };
 }

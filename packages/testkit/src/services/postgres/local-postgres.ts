@@ -46,14 +46,18 @@ export async function probeLocalPostgres(
   const remedy =
     "install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install postgresql; initdb and pg_ctl " +
     "live in /usr/lib/postgresql/<major>/bin) or set ONCEFLOW_POSTGRES_BIN to their folder";
-  const fail = (detail: string) => ({ probe: { provider: "local" as const, available: false, detail, remedy } });
+  const fail = (detail: string) => ({
+    probe: { provider: "local" as const, available: false, detail, remedy },
+  });
   const binaries = await findPostgresBinaries(env);
   if ("problem" in binaries) return fail(binaries.problem);
   let user: ServerUser = { kind: "self" };
   if (process.getuid?.() === 0) {
     const ids = await lookUpUser(osUser);
     if (ids === undefined) {
-      return fail(`running as root, and PostgreSQL refuses root, but there is no "${osUser}" user to run it as`);
+      return fail(
+        `running as root, and PostgreSQL refuses root, but there is no "${osUser}" user to run it as`,
+      );
     }
     const runuser = await runCommand("runuser", ["--help"], { timeoutMs: 10_000 }).catch(() => undefined);
     if (runuser === undefined) return fail("running as root, and runuser (util-linux) is not installed");
@@ -61,7 +65,12 @@ export async function probeLocalPostgres(
   }
   const as = user.kind === "runuser" ? ` as ${user.name}` : "";
   return {
-    probe: { provider: "local", available: true, detail: `PostgreSQL ${binaries.version} in ${binaries.binDir}${as}`, remedy },
+    probe: {
+      provider: "local",
+      available: true,
+      detail: `PostgreSQL ${binaries.version} in ${binaries.binDir}${as}`,
+      remedy,
+    },
     binaries,
     user,
   };
@@ -89,7 +98,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions): Promise
   const server = new LocalPostgresServer(options);
   try {
     await server.create();
-    await server.start();
+    await server.startFirstTime();
   } catch (error) {
     await server.stop();
     throw error;
@@ -137,7 +146,16 @@ class LocalPostgresServer {
   }
 
   private stopCommand(mode: "immediate" | "fast"): { command: string; args: string[] } {
-    return this.asServerUser(this.options.binaries.pgCtl, ["-D", this.dataDir, "-m", mode, "-w", "-t", "60", "stop"]);
+    return this.asServerUser(this.options.binaries.pgCtl, [
+      "-D",
+      this.dataDir,
+      "-m",
+      mode,
+      "-w",
+      "-t",
+      "60",
+      "stop",
+    ]);
   }
 
   private updateCleanup(): void {
@@ -157,7 +175,19 @@ class LocalPostgresServer {
     this.port = await findFreePort(HOST);
     await this.run(
       binaries.initdb,
-      ["-D", this.dataDir, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+      [
+        "-D",
+        this.dataDir,
+        "-U",
+        SUPERUSER,
+        "-A",
+        "trust",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync",
+        "--no-instructions",
+      ],
       120_000,
       "initdb",
     );
@@ -181,11 +211,42 @@ class LocalPostgresServer {
     );
   }
 
+  /**
+   * The first start. A port found free can be taken by another process before the server binds it;
+   * then the server gets a new port once (a later `port` line in postgresql.conf wins).
+   */
+  async startFirstTime(): Promise<void> {
+    try {
+      await this.start();
+    } catch (error) {
+      if (
+        !/could not bind|Address already in use/.test(
+          await readLogTail(join(this.workDir, "server.log"), 200),
+        )
+      ) {
+        throw error;
+      }
+      this.port = await findFreePort(HOST);
+      await appendFile(join(this.dataDir, "postgresql.conf"), `port = ${this.port}\n`);
+      await this.start();
+    }
+  }
+
   async start(): Promise<void> {
     const startTimeout = Math.ceil(this.options.startTimeoutMs / 1000);
     await this.run(
       this.options.binaries.pgCtl,
-      ["-D", this.dataDir, "-l", join(this.workDir, "server.log"), "-w", "-t", String(startTimeout), "-s", "start"],
+      [
+        "-D",
+        this.dataDir,
+        "-l",
+        join(this.workDir, "server.log"),
+        "-w",
+        "-t",
+        String(startTimeout),
+        "-s",
+        "start",
+      ],
       this.options.startTimeoutMs + 10_000,
       "start",
     );
@@ -233,7 +294,7 @@ class LocalPostgresServer {
   }
 
   asService(): PostgresService {
-    // biome-ignore lint/complexity/noUselessThisAlias: the getters below must read the live server state
+    // The getters below read the live state (the process id changes on restart).
     const server = this;
     const workDir = this.workDir;
     return {

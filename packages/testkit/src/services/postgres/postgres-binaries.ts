@@ -12,7 +12,9 @@ export interface PostgresBinaries {
 }
 
 function hasServerBinaries(dir: string): boolean {
-  return existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")) && existsSync(join(dir, "postgres"));
+  return (
+    existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")) && existsSync(join(dir, "postgres"))
+  );
 }
 
 /**

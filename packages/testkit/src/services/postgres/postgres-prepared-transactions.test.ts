@@ -37,7 +37,9 @@ describe("the run's shared PostgreSQL", () => {
   it("has max_prepared_transactions of at least 64", async () => {
     const postgres = sharedPostgres();
     expect(postgres.maxPreparedTransactions).toBeGreaterThanOrEqual(64);
-    expect(Number(await setting(postgres.connectionString, "max_prepared_transactions"))).toBeGreaterThanOrEqual(64);
+    expect(
+      Number(await setting(postgres.connectionString, "max_prepared_transactions")),
+    ).toBeGreaterThanOrEqual(64);
   });
 });
 
@@ -74,7 +76,9 @@ describe("a private PostgreSQL for crash tests", () => {
 
   it("restart without immediate keeps committed data too", async () => {
     const server = postgres();
-    await withClient(server.connectionString, (client) => client.query("create table kept (v text); insert into kept values ('x')"));
+    await withClient(server.connectionString, (client) =>
+      client.query("create table kept (v text); insert into kept values ('x')"),
+    );
     await server.restart();
     const rows = await withClient(server.connectionString, (client) => client.query("select v from kept"));
     expect(rows.rows).toEqual([{ v: "x" }]);
@@ -107,7 +111,9 @@ describe("a PostgreSQL without two-phase commit", () => {
     expect(await setting(url, "max_prepared_transactions")).toBe("0");
     await withClient(url, async (client) => {
       await client.query("begin");
-      await expect(client.query("prepare transaction 'nope'")).rejects.toThrow(/prepared transactions are disabled/);
+      await expect(client.query("prepare transaction 'nope'")).rejects.toThrow(
+        /prepared transactions are disabled/,
+      );
       await client.query("rollback");
     });
   });
@@ -116,7 +122,10 @@ describe("a PostgreSQL without two-phase commit", () => {
 describe("ONCEFLOW_POSTGRES_URL", () => {
   it("names a server that is used as is; restart is refused with a clear error", async () => {
     const shared = sharedPostgres();
-    const postgres = await startPostgres({ env: { ONCEFLOW_POSTGRES_URL: shared.connectionString }, writer: () => {} });
+    const postgres = await startPostgres({
+      env: { ONCEFLOW_POSTGRES_URL: shared.connectionString },
+      writer: () => {},
+    });
     expect(postgres.provider).toBe("environment");
     expect(postgres.port).toBe(shared.port);
     await expect(postgres.restart({ immediate: true })).rejects.toThrow(

@@ -4,7 +4,11 @@ import { announceOnce, stderrWriter } from "../../runtime/announce.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
 import { startContainerPostgres } from "./container-postgres.js";
-import { postgresUrlFromEnvironment, probePostgresEnvironment, useEnvironmentPostgres } from "./environment-postgres.js";
+import {
+  postgresUrlFromEnvironment,
+  probePostgresEnvironment,
+  useEnvironmentPostgres,
+} from "./environment-postgres.js";
 import { probeLocalPostgres, type ServerUser, startLocalPostgres } from "./local-postgres.js";
 import type { PostgresBinaries } from "./postgres-binaries.js";
 import type { PostgresService, StartPostgresOptions } from "./postgres-service.js";
@@ -39,7 +43,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   const order = providerOrder({
     provider: options.provider,
     faultInjection: options.faultInjection,
-    environmentExcludedBecause: maxPrepared === 0 ? "maxPreparedTransactions: 0 needs a private server" : undefined,
+    environmentExcludedBecause:
+      maxPrepared === 0 ? "maxPreparedTransactions: 0 needs a private server" : undefined,
   });
   const decision = await chooseProvider("PostgreSQL", order, {
     environment: async () => probePostgresEnvironment(env),
@@ -50,7 +55,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       return probe;
     },
   });
-  if (!decision.ok) throw serviceUnavailable(decision.message, { service: "postgres", tried: decision.tried });
+  if (!decision.ok)
+    throw serviceUnavailable(decision.message, { service: "postgres", tried: decision.tried });
 
   const started = Date.now();
   let service: PostgresService;
@@ -59,7 +65,11 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       service = await useEnvironmentPostgres(postgresUrlFromEnvironment(env) ?? "", maxPrepared, 30_000);
       break;
     case "testcontainers":
-      service = await startContainerPostgres({ image: options.image, maxPreparedTransactions: maxPrepared, startTimeoutMs });
+      service = await startContainerPostgres({
+        image: options.image,
+        maxPreparedTransactions: maxPrepared,
+        startTimeoutMs,
+      });
       break;
     case "local":
       if (local === undefined) throw serviceUnavailable("local PostgreSQL probe gave no binaries");

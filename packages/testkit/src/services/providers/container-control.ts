@@ -48,7 +48,12 @@ export async function controlContainer(started: StartedTestContainer): Promise<C
     },
     async logTail(lines = 60) {
       try {
-        const output = (await container.logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown;
+        const output = (await container.logs({
+          stdout: true,
+          stderr: true,
+          tail: lines,
+          follow: false,
+        })) as unknown;
         return Buffer.isBuffer(output) ? demultiplex(output) : String(output);
       } catch (error) {
         return `(no container log: ${(error as Error).message})`;

@@ -8,7 +8,10 @@ function engineAnswersPing(): Promise<boolean> {
   const dockerHost = process.env.DOCKER_HOST ?? "unix:///var/run/docker.sock";
   const target = dockerHost.startsWith("unix://")
     ? { socketPath: dockerHost.slice("unix://".length) }
-    : { host: new URL(dockerHost.replace(/^tcp:/, "http:")).hostname, port: Number(new URL(dockerHost.replace(/^tcp:/, "http:")).port) };
+    : {
+        host: new URL(dockerHost.replace(/^tcp:/, "http:")).hostname,
+        port: Number(new URL(dockerHost.replace(/^tcp:/, "http:")).port),
+      };
   return new Promise((resolve) => {
     const req = request({ ...target, path: "/_ping", timeout: 3_000 }, (res) => {
       res.resume();
@@ -23,7 +26,10 @@ function engineAnswersPing(): Promise<boolean> {
 describe("probeDockerEngine", () => {
   it("agrees with a direct ping of the engine on this machine, without hanging", async () => {
     const started = Date.now();
-    const [probe, answers] = await Promise.all([probeDockerEngine({ timeoutMs: 20_000 }), engineAnswersPing()]);
+    const [probe, answers] = await Promise.all([
+      probeDockerEngine({ timeoutMs: 20_000 }),
+      engineAnswersPing(),
+    ]);
     expect(Date.now() - started).toBeLessThan(25_000);
     expect(probe.provider).toBe("testcontainers");
     expect(probe.available).toBe(answers);
@@ -43,6 +49,10 @@ describe("probeDockerEngine", () => {
 
   it("reports available when the check answers", async () => {
     const probe = await probeDockerEngine({ check: async () => "engine at localhost" });
-    expect(probe).toMatchObject({ provider: "testcontainers", available: true, detail: "engine at localhost" });
+    expect(probe).toMatchObject({
+      provider: "testcontainers",
+      available: true,
+      detail: "engine at localhost",
+    });
   });
 });

@@ -1,5 +1,5 @@
-import { TESTCONTAINERS_INSTALL_HINT, loadTestcontainers } from "./testcontainers-loader.js";
 import type { ProbeResult } from "./provider-selection.js";
+import { loadTestcontainers, TESTCONTAINERS_INSTALL_HINT } from "./testcontainers-loader.js";
 
 /** Options of {@link probeDockerEngine}. */
 export interface DockerProbeOptions {
@@ -33,8 +33,7 @@ function firstLine(error: unknown): string {
  */
 export async function probeDockerEngine(options: DockerProbeOptions = {}): Promise<ProbeResult> {
   const timeoutMs = options.timeoutMs ?? 15_000;
-  const remedy =
-    `start a Docker engine (or set DOCKER_HOST to one) and install the optional peers: ${TESTCONTAINERS_INSTALL_HINT}`;
+  const remedy = `start a Docker engine (or set DOCKER_HOST to one) and install the optional peers: ${TESTCONTAINERS_INSTALL_HINT}`;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);

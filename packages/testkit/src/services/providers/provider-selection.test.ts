@@ -81,7 +81,11 @@ describe("decideProvider", () => {
 
   it("uses only a forced provider", () => {
     expect(providerOrder({ provider: "local" })).toEqual(["local"]);
-    const decision = decideProvider("Kafka", ["testcontainers"], [probe("local", true), probe("testcontainers", false)]);
+    const decision = decideProvider(
+      "Kafka",
+      ["testcontainers"],
+      [probe("local", true), probe("testcontainers", false)],
+    );
     expect(decision.ok).toBe(false);
   });
 });
@@ -102,10 +106,14 @@ describe("chooseProvider", () => {
 
   it("probes in order until one is available", async () => {
     const calls: string[] = [];
+    const recorded = (kind: ProviderKind, available: boolean) => async () => {
+      calls.push(kind);
+      return probe(kind, available);
+    };
     const decision = await chooseProvider("Kafka", providerOrder(), {
-      environment: async () => (calls.push("environment"), probe("environment", false)),
-      testcontainers: async () => (calls.push("testcontainers"), probe("testcontainers", false)),
-      local: async () => (calls.push("local"), probe("local", true)),
+      environment: recorded("environment", false),
+      testcontainers: recorded("testcontainers", false),
+      local: recorded("local", true),
     });
     expect(calls).toEqual(["environment", "testcontainers", "local"]);
     expect(decision).toMatchObject({ ok: true, provider: "local" });
@@ -120,7 +128,9 @@ describe("when nothing can provide the service", () => {
     onTestFinished(() => rmSync(cache, { recursive: true, force: true }));
     const probes = [
       probeKafkaEnvironment(env),
-      await probeDockerEngine({ check: () => Promise.reject(new Error("connect ENOENT /var/run/docker.sock")) }),
+      await probeDockerEngine({
+        check: () => Promise.reject(new Error("connect ENOENT /var/run/docker.sock")),
+      }),
       (await probeLocalKafka("3.9.1", cache, env)).probe,
     ];
     const decision = decideProvider("Kafka", providerOrder(), probes);

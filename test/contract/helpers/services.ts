@@ -1,0 +1,211 @@
+import { randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
+import { connect as connectTcp } from "node:net";
+import { connect as connectTls } from "node:tls";
+import { Kafka, logLevel } from "kafkajs";
+import pg from "pg";
+
+// Where the shared services are, and independent readers of what was committed there. The root
+// globalSetup (testkit) exports ONCEFLOW_KAFKA_BROKERS / ONCEFLOW_POSTGRES_URL for the run; read in
+// this one place so it can switch to vitest's `inject` later. A missing service fails, never skips.
+
+/** The shared broker's bootstrap addresses. */
+export function kafkaBrokers(): string[] {
+  const value = process.env.ONCEFLOW_KAFKA_BROKERS;
+  if (value === undefined || value.trim() === "") {
+    throw new Error(
+      "ONCEFLOW_KAFKA_BROKERS is not set: run through the root vitest config (its global setup starts Kafka) or point it at a broker, e.g. ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092",
+    );
+  }
+  return value.split(",").map((broker) => broker.trim());
+}
+
+/** The shared PostgreSQL (with prepared transactions). */
+export function postgresUrl(): string {
+  const value = process.env.ONCEFLOW_POSTGRES_URL;
+  if (value === undefined || value.trim() === "") {
+    throw new Error(
+      "ONCEFLOW_POSTGRES_URL is not set: run through the root vitest config (its global setup starts PostgreSQL) or point it at one with max_prepared_transactions > 0",
+    );
+  }
+  return value;
+}
+
+/** A lowercase name unique to this run (topics and tables are shared). */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/** A kafkajs client whose sockets can all be destroyed at once, as a SIGKILL of its process would. */
+export interface KillableKafka {
+  readonly kafka: Kafka;
+  /** Destroys every socket the client opened; nothing is sent (no abort, no leave-group). */
+  kill(): void;
+}
+
+/** Makes a {@link KillableKafka} (its sockets are tracked through kafkajs' `socketFactory`). */
+export function killableKafka(brokers: string[], clientId = "onceflow-test"): KillableKafka {
+  const sockets = new Set<Socket>();
+  const kafka = new Kafka({
+    brokers,
+    clientId,
+    logLevel: logLevel.NOTHING,
+    socketFactory: ({ host, port, ssl, onConnect }) => {
+      const socket: Socket = ssl
+        ? connectTls(Object.assign({ host, port, servername: host }, ssl), onConnect)
+        : connectTcp({ host, port }, onConnect);
+      socket.setKeepAlive(true, 60_000);
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+      return socket;
+    },
+  });
+  return {
+    kafka,
+    kill: () => {
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    },
+  };
+}
+
+/** One record as a read_committed reader sees it. */
+export interface CommittedRecord {
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: string | null;
+  readonly value: string | null;
+}
+
+/**
+ * Everything committed in `topic` right now, read by a plain read_committed kafkajs consumer (not
+ * onceflow's source): the last stable offset of each partition is taken first (ListOffsets with
+ * read_committed), then the consumer reads until its position passed it on every partition.
+ */
+export async function readCommittedTopic(brokers: string[], topic: string, timeoutMs = 30_000): Promise<CommittedRecord[]> {
+  const kafka = new Kafka({ brokers, clientId: "onceflow-reader", logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  let ends: Array<{ partition: number; high: string; low: string }>;
+  try {
+    ends = await admin.fetchTopicOffsets(topic);
+  } finally {
+    await admin.disconnect();
+  }
+  const targets = new Map<number, bigint>();
+  for (const end of ends) if (BigInt(end.high) > BigInt(end.low)) targets.set(end.partition, BigInt(end.high));
+  if (targets.size === 0) return [];
+  const records: CommittedRecord[] = [];
+  const positions = new Map<number, bigint>();
+  const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false, maxWaitTimeInMs: 100 });
+  let done: () => void = () => {};
+  const finished = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const caughtUp = () => [...targets].every(([partition, end]) => (positions.get(partition) ?? -1n) >= end);
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (payload.topic !== topic) return;
+    positions.set(payload.partition, BigInt(payload.lastOffset) + 1n);
+    if (caughtUp()) done();
+  });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        records.push({
+          partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+          value: message.value?.toString() ?? null,
+        });
+      },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    });
+    const outcome = await Promise.race([finished, timedOut]);
+    clearTimeout(timer);
+    if (outcome === "timeout") {
+      throw new Error(
+        `reading ${topic}: not caught up after ${timeoutMs} ms (positions ${JSON.stringify([...positions].map(([p, o]) => [p, String(o)]))}, last stable offsets ${JSON.stringify([...targets].map(([p, o]) => [p, String(o)]))})`,
+      );
+    }
+  } finally {
+    await consumer.disconnect();
+  }
+  return records;
+}
+
+/** Creates a topic and waits for its leaders. */
+export async function createTopic(brokers: string[], topic: string, partitions: number): Promise<void> {
+  const admin = new Kafka({ brokers, clientId: "onceflow-admin", logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+      waitForLeaders: true,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Deletes topics, ignoring ones that are gone. */
+export async function deleteTopics(brokers: string[], topics: string[]): Promise<void> {
+  const admin = new Kafka({ brokers, clientId: "onceflow-admin", logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics, timeout: 10_000 }).catch(() => undefined);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Runs one statement on a fresh connection (never one of the sink's sessions). */
+export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A pg pool whose connections can all be cut at once, as a SIGKILL of its process would. */
+export interface KillablePool {
+  readonly pool: pg.Pool;
+  /** Destroys every connection's socket: the server rolls back what was open (prepared transactions stay). */
+  kill(): void;
+  /** Ends the pool (after a kill too). */
+  end(): Promise<void>;
+}
+
+/** Makes a {@link KillablePool}. */
+export function killablePool(url: string, max = 4): KillablePool {
+  const clients = new Set<pg.PoolClient>();
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on("error", () => undefined);
+  pool.on("connect", (client) => {
+    // A cut connection errors on its client too; a killed process would not see it either.
+    client.on("error", () => undefined);
+    clients.add(client as pg.PoolClient);
+  });
+  return {
+    pool,
+    kill: () => {
+      for (const client of clients) {
+        (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+      }
+      clients.clear();
+    },
+    end: () => pool.end().catch(() => undefined),
+  };
+}

@@ -1,0 +1,58 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { usePrivateKafka } from "@onceflow/testkit/vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { ChildJob, produceSlowly } from "./helpers/child-job.js";
+import { readAll, sleep, uniqueName } from "./helpers/kafka.js";
+
+// This test kills the broker: it gets a private one, never the shared one.
+const kafka = usePrivateKafka();
+const cleanup: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+describe("Kafka → Kafka exactly-once across a broker crash", () => {
+  it("the broker is SIGKILLed and restarted mid-run: the job recovers and every input appears once", async () => {
+    const brokers = [...kafka().brokers];
+    const input = uniqueName("restart-in");
+    const output = uniqueName("restart-out");
+    await kafka().createTopic(input, { partitions: 2 });
+    await kafka().createTopic(output, { partitions: 2 });
+    const dir = await mkdtemp(join(tmpdir(), "onceflow-broker-restart-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const inputs = Array.from({ length: 3000 }, (_, i) => `in-${i}`);
+
+    // Input goes in before and after the outage (not during it, so that it is written exactly once).
+    const before = inputs.slice(0, 1500);
+    const after = inputs.slice(1500);
+    const producing = produceSlowly(input, before, { perTick: 50, tickMs: 100, partitions: 2, brokers });
+    const job = ChildJob.start({
+      BROKERS: brokers.join(","),
+      INPUT_TOPIC: input,
+      OUTPUT_TOPIC: output,
+      JOB_ID: uniqueName("restart"),
+      CHECKPOINT_DIR: dir,
+      TXN_PREFIX: uniqueName("restart-txn"),
+      GROUP_ID: uniqueName("restart-group"),
+      RESTART_ATTEMPTS: "60",
+    });
+    cleanup.push(async () => {
+      if (job.process.exitCode === null && job.process.signalCode === null) await job.kill("SIGKILL");
+    });
+    await job.waitFor(/^COMMITTED 2 /);
+    await producing;
+    await kafka().kill();
+    await sleep(3000);
+    await kafka().start();
+    await produceSlowly(input, after, { perTick: 50, tickMs: 50, partitions: 2, brokers });
+    const records = await readAll(output, { expected: inputs.length, timeoutMs: 120_000, brokers });
+    const values = records.map((r) => r.value ?? "");
+    expect(new Set(values).size).toBe(values.length);
+    expect(new Set(values)).toEqual(new Set(inputs));
+    await job.kill("SIGTERM");
+    expect((await job.exited).code).toBe(0);
+  });
+});
