@@ -47,7 +47,15 @@ function contract(mode: "prepared" | "staging"): TwoPhaseCommitSinkContract<Row>
       pools.set(sink, pool);
       return sink as unknown as TwoPhaseCommitSink<Row, unknown>;
     },
-    kill: (sink) => pools.get(sink)?.kill(),
+    kill: async (sink) => {
+      const pool = pools.get(sink);
+      if (pool === undefined) return;
+      pool.kill();
+      await pool.end();
+      // The sink registers its sinkId in a process-wide set that a SIGKILL would wipe; close() is
+      // the only way to drop it. With the pool cut and ended its abort reaches nothing.
+      await sink.close();
+    },
     readCommitted: (scope) => sql<Row>(postgresUrl(), `SELECT id::int AS id, payload FROM ${scope.id}`),
     createRecord: (index) => ({ id: index, payload: `row ${index}` }),
     identify: (row) => `${row.id}:${row.payload}`,
