@@ -8,7 +8,7 @@ import { Kafka, logLevel } from "kafkajs";
 const brokers = ["127.0.0.1:39092"];
 const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING });
 const admin = kafka.admin(); await admin.connect();
-const input = (await admin.listTopics()).find((t) => /^bench-.*-in$/.test(t))!;
+const input = (await admin.listTopics()).find((t) => /^bench-[0-9a-f]{8}-in$/.test(t))!;
 console.log("input", input);
 const times: Record<string, number> = { invoke: 0, commit: 0, precommit: 0, total: 0 };
 class Timed extends KafkaSink<Buffer> {
