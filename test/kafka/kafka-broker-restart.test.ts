@@ -14,7 +14,7 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-describe("Kafka → Kafka exactly-once across a broker crash", () => {
+describe("Kafka → Kafka exactly-once across a broker crash", { timeout: 240_000 }, () => {
   it("the broker is SIGKILLed and restarted mid-run: the job recovers and every input appears once", async () => {
     const brokers = [...kafka().brokers];
     const input = uniqueName("restart-in");

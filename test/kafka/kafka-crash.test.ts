@@ -55,7 +55,8 @@ async function expectExactlyOnce(output: string, inputs: string[]): Promise<void
   });
 }
 
-describe("Kafka → Kafka exactly-once under SIGKILL", () => {
+// Child processes and a 60 s read of the output: longer than the suite's default timeout.
+describe("Kafka → Kafka exactly-once under SIGKILL", { timeout: 180_000 }, () => {
   for (const phase of ["before-precommit", "after-precommit", "before-commit", "after-commit"] as const) {
     it(`killed ${phase.replace("-", " ")} of checkpoint 3, restarted: every input exactly once`, async () => {
       const { output, env, inputs, input } = await setup(`crash-${phase}`);

@@ -6,7 +6,7 @@ import { filesystem, Job } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { createTopic, kafkaBrokers, produce, readAll, uniqueName, withAdmin } from "./helpers/kafka.js";
 
-describe("Kafka → Kafka job", () => {
+describe("Kafka → Kafka job", { timeout: 120_000 }, () => {
   it("bounded exactly-once job: every input once in the output, offsets committed to the group at the end", async () => {
     const input = await createTopic(uniqueName("job-in"), 4);
     const output = await createTopic(uniqueName("job-out"), 2);

@@ -29,7 +29,7 @@ const range = (from: number, to: number, prefix = "r") =>
 const sortedValues = (records: Array<{ value: string | null }>) =>
   records.map((r) => r.value).sort((a, b) => String(a).localeCompare(String(b), "en", { numeric: true }));
 
-describe("KafkaSink exactly-once", () => {
+describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("makes a checkpoint's records visible to read_committed consumers only when it completes", async () => {
     const topic = await createTopic(uniqueName("sink-eos"), 2);
     const driver = await SinkDriver.start(eosSink(topic, uniqueName("eos")));

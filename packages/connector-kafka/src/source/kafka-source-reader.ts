@@ -15,7 +15,7 @@ import {
   type RawRecord,
 } from "../internal/kafkajs/internals.js";
 import type { DeserializationContext, Deserializer } from "./deserializer.js";
-import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
+import { type KafkaPartitionSplit, splitIdOf } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
 import type {
   DeserializationErrorPolicy,
@@ -295,7 +295,11 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         `cannot deserialize the record at ${where}: ${reason}. Fix the producer, or set onDeserializationError to "skip" or { deadLetterTopic } to go on without it.`,
         {
           cause: error,
-          details: { ...context, splitId: `${context.topic}-${context.partition}`, position: context.offset },
+          details: {
+            ...context,
+            splitId: splitIdOf(context.topic, context.partition),
+            position: context.offset,
+          },
         },
       );
     }
@@ -541,7 +545,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   }
 
   private append(result: FetchedPartition): void {
-    const state = this.partitions.get(`${result.topic}-${result.partition}`);
+    const state = this.partitions.get(splitIdOf(result.topic, result.partition));
     if (state === undefined || result.nextOffset <= state.fetchOffset) return;
     let bytes = 0;
     for (const r of result.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0) + 64;
@@ -555,7 +559,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     if (this.closed) return false;
     const outOfRange = offsetOutOfRange(error);
     if (outOfRange !== undefined) {
-      const state = this.partitions.get(`${outOfRange.topic}-${outOfRange.partition}`);
+      const state = this.partitions.get(splitIdOf(outOfRange.topic, outOfRange.partition));
       if (state !== undefined) {
         const strategy = this.outOfRangeStrategy();
         const offsets = await this.resolver.reset([state], strategy).catch(() => new Map<string, bigint>());
