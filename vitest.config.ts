@@ -6,7 +6,12 @@ import { defineConfig } from "vitest/config";
 // their own. ONCEFLOW_TESTKIT_SERVICES=none skips them for unit-only runs.
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "packages/*/test/**/*.test.ts",
+      "test/**/*.test.ts",
+      "examples/**/*.test.ts",
+    ],
     globalSetup: ["packages/testkit/src/vitest/global-setup.ts"],
     // Two cores: two files at a time, next to the broker's JVM and PostgreSQL.
     fileParallelism: true,

@@ -47,7 +47,14 @@ async function runOnce(records: number, checkpointed: boolean, directory: string
   });
   const sink = new DiscardingSink<number>();
   job
-    .fromSource(new GeneratorSource<Event>({ count: records, splits: 4, generate: (index) => ({ key: index % 10_000, value: index }) }), { uid: "events" })
+    .fromSource(
+      new GeneratorSource<Event>({
+        count: records,
+        splits: 4,
+        generate: (index) => ({ key: index % 10_000, value: index }),
+      }),
+      { uid: "events" },
+    )
     .map((event) => ({ key: event.key, value: event.value * 2 }))
     .keyBy((event) => event.key)
     .process(new CountPerKey(), { uid: "count" })
@@ -55,7 +62,8 @@ async function runOnce(records: number, checkpointed: boolean, directory: string
   const started = process.hrtime.bigint();
   await job.execute();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  if (sink.recordCount !== records) throw new Error(`expected ${records} records, the sink saw ${sink.recordCount}`);
+  if (sink.recordCount !== records)
+    throw new Error(`expected ${records} records, the sink saw ${sink.recordCount}`);
   const durations = metrics.observations(MetricNames.checkpointDurationMs);
   return { recordsPerSecond: records / seconds, seconds, checkpoints: durations.length, durations };
 }
@@ -92,7 +100,9 @@ async function main(): Promise<void> {
   console.log(`unchecked (median)   ${Math.round(off).toLocaleString("en")} records/s`);
   console.log(`checkpointed (median) ${Math.round(on).toLocaleString("en")} records/s`);
   console.log(`ratio checkpointed / unchecked  ${(on / off).toFixed(3)}`);
-  console.log(`checkpoint duration p50 ${median(checkpointDurations) ?? "-"} ms over ${checkpointDurations.length} checkpoints`);
+  console.log(
+    `checkpoint duration p50 ${median(checkpointDurations) ?? "-"} ms over ${checkpointDurations.length} checkpoints`,
+  );
 }
 
 await main();

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChildJob, produceSlowly } from "./helpers/child-job.js";
-import { createTopic, kafkaBrokers, readAll, uniqueName } from "./helpers/kafka.js";
+import { createTopic, kafkaBrokers, readAll, sleep, uniqueName } from "./helpers/kafka.js";
 
 const TOTAL = 3000;
 const children: ChildJob[] = [];
@@ -73,6 +73,24 @@ describe("Kafka → Kafka exactly-once under SIGKILL", { timeout: 180_000 }, () 
       expect((await second.exited).code).toBe(0);
     });
   }
+
+  it("down longer than transactionTimeout after a checkpoint completed: the restart fails with TRANSACTION_TIMED_OUT", async () => {
+    const { env, inputs, input } = await setup("timeout");
+    const producing = produceSlowly(input, inputs, { perTick: 50, tickMs: 100, partitions: 2 });
+    const timeoutEnv = { ...env, TRANSACTION_TIMEOUT: "3000" };
+    const first = start({ ...timeoutEnv, CRASH_AT: "before-commit", CRASH_CHECKPOINT: "3" });
+    const marker = await first.waitFor(/^MARKER /);
+    // The pre-committed transaction has data (an empty one has nothing to lose).
+    expect(Number(/records=(\d+)/.exec(marker)?.[1])).toBeGreaterThan(0);
+    await first.kill("SIGKILL");
+    await producing;
+    // Down for longer than the transaction timeout: the broker aborts the pre-committed transaction.
+    await sleep(6000);
+    const second = start(timeoutEnv);
+    const failed = await second.waitFor(/^FAILED /);
+    expect(failed).toMatch(/^FAILED TRANSACTION_TIMED_OUT .*checkpoint 3 is lost/);
+    expect((await second.exited).code).toBe(1);
+  });
 
   it("a frozen old process (SIGSTOP) is fenced by the new one and none of its writes become visible", async () => {
     const { output, env, inputs, input, dir } = await setup("zombie");

@@ -133,6 +133,34 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     expect(sortedValues(await readAll(topic, { expected: 2 }))).toEqual(["committed-1", "committed-2"]);
   });
 
+  it("after a rescale from 2 subtasks to 1: commits both subtasks' pending transactions and fences subtask 1's ids", async () => {
+    const topic = await createTopic(uniqueName("sink-rescale"), 1);
+    const prefix = uniqueName("rescale");
+    const first = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 0, parallelism: 2 });
+    const second = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 1, parallelism: 2 });
+    await first.write(["s0-a"]);
+    await second.write(["s1-a"]);
+    const state0 = await first.checkpoint(1);
+    const state1 = await second.checkpoint(1);
+    await second.write(["s1-lingering"]); // open on prefix-1-x when the job stops
+    await abandon(first);
+    await abandon(second);
+    // An even-split list state restored at parallelism 1 gives subtask 0 every element.
+    const merged = new Map(
+      [...state0].map(([name, entries]) => [name, [...entries, ...(state1.get(name) ?? [])]]),
+    );
+    const rescaled = await SinkDriver.start(eosSink(topic, prefix), {
+      subtaskIndex: 0,
+      parallelism: 1,
+      restored: { checkpointId: 1, state: merged },
+    });
+    await rescaled.write(["after"]);
+    await rescaled.checkpoint(2);
+    await rescaled.complete(2);
+    await rescaled.close();
+    expect(sortedValues(await readAll(topic, { expected: 3 }))).toEqual(["after", "s0-a", "s1-a"]);
+  });
+
   it("fences a zombie: the old writer can neither write nor commit after a new one recovered", async () => {
     const topic = await createTopic(uniqueName("sink-zombie"), 1);
     const prefix = uniqueName("zombie");

@@ -259,6 +259,54 @@ describe("KafkaSource positions and offsets", () => {
     }
   });
 
+  it("resets a restored offset that retention deleted to the earliest offset, with a warning", async () => {
+    const topic = await createTopic(uniqueName("src-range"), 1);
+    await seed(topic, 1, 8);
+    await withAdmin(async (admin) => {
+      await admin.fetchTopicMetadata({ topics: [topic] });
+      await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: "5" }] });
+    });
+    const restored: KafkaPartitionSplit[] = [{ splitId: `${topic}-0`, topic, partition: 0, nextOffset: "2" }];
+    const source = new KafkaSource({ brokers: kafkaBrokers(), topics: [topic], startingOffsets: "earliest" });
+    const { reader, logger } = await openReader(source, { restored });
+    try {
+      expect(values(await pollRecords(reader, 3))).toEqual(["v0-5", "v0-6", "v0-7"]);
+      expect(logger.entries.some((e) => e.level === "warn" && /out of range/.test(e.message))).toBe(true);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("keeps what it prefetches within maxPrefetchBytes while nothing is polled (backpressure)", async () => {
+    const topic = await createTopic(uniqueName("src-backpressure"), 1);
+    for (let chunk = 0; chunk < 10; chunk++) {
+      await produce(
+        topic,
+        Array.from({ length: 200 }, (_, i) => ({ value: `${chunk * 200 + i}`.padEnd(1000, "x") })),
+      );
+    }
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      maxPrefetchBytes: 64 * 1024,
+      maxBytesPerPartition: 64 * 1024,
+    });
+    const { reader } = await openReader(source);
+    try {
+      await sleep(1500);
+      // At most maxPrefetchBytes plus one record batch (a broker returns a whole batch even when it
+      // is larger than the Fetch limit; each send above wrote one batch of 200 records, counted
+      // as 1,064 bytes each). The 2,000 records (2.1 MB) are not all fetched.
+      const buffered = (reader as unknown as { bufferedBytes: number }).bufferedBytes;
+      expect(buffered).toBeGreaterThan(0);
+      expect(buffered).toBeLessThanOrEqual(64 * 1024 + 200 * 1064);
+      expect((await pollRecords(reader, 2000)).length).toBe(2000);
+    } finally {
+      await reader.close();
+    }
+  });
+
   it("moves past control records and aborted transactions (read_committed)", async () => {
     const topic = await createTopic(uniqueName("src-txn"), 1);
     const producer = kafkaClient().producer({

@@ -1,8 +1,8 @@
 import { CheckpointError } from "@onceflow/core";
+import { createTestCheckpoint, describeCheckpointStorageContract } from "@onceflow/testkit/vitest";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresCheckpointStorage } from "../src/index.js";
-import { describeCheckpointStorageContract, makeCheckpoint } from "./helpers/checkpoint-storage-contract.js";
 import { noPreparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 
 // Checkpoint storage needs no prepared transactions: the machine's plain server is enough.
@@ -33,7 +33,7 @@ describe("PostgresCheckpointStorage", () => {
   it("never shows a partly written checkpoint: a store cut off mid-transaction leaves nothing", async () => {
     const table = uniqueName("ckpt");
     const storage = newStorage(table);
-    await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
+    await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
     // Write the metadata row of checkpoint 2 by hand, then kill the session before it commits,
     // as a crash in the middle of store() would.
     const client = new pg.Client({ connectionString: url });
@@ -43,7 +43,7 @@ describe("PostgresCheckpointStorage", () => {
     await client.query("BEGIN");
     await client.query(
       `INSERT INTO ${table} (job_id, scope, checkpoint_id, metadata) VALUES ('orders', 'all', 2, $1::jsonb)`,
-      [JSON.stringify(makeCheckpoint({ jobId: "orders", checkpointId: 2 }).metadata)],
+      [JSON.stringify(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }).metadata)],
     );
     await sql(url, "SELECT pg_terminate_backend($1)", [pid]);
     await client.end().catch(() => undefined);
@@ -54,7 +54,7 @@ describe("PostgresCheckpointStorage", () => {
   it("a checkpoint whose state rows are missing is corrupt, not restored", async () => {
     const table = uniqueName("ckpt");
     const storage = newStorage(table);
-    await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 3, states: ["a", "b"] }));
+    await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 3, states: ["a", "b"] }));
     await sql(url, `DELETE FROM ${table}_state WHERE subtask = 1`);
     const error = await storage.load("orders", "all", 3).then(
       () => undefined,

@@ -34,7 +34,14 @@ export type {
   SubtaskStateEntry,
 } from "./checkpoint/checkpoint-storage.js";
 export type { CheckpointingOptions } from "./checkpoint/checkpointing-options.js";
-export { FileSystemCheckpointStorage, filesystem } from "./checkpoint/filesystem-checkpoint-storage.js";
+export type { CompletedCheckpointOptions } from "./checkpoint/completed-checkpoint.js";
+export { createCompletedCheckpoint } from "./checkpoint/completed-checkpoint.js";
+export {
+  checkpointDirectoryName,
+  FileSystemCheckpointStorage,
+  filesystem,
+  subtaskStateFileName,
+} from "./checkpoint/filesystem-checkpoint-storage.js";
 export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";

@@ -1,3 +1,16 @@
+// The sink contract suite without vitest (the describe* functions are in `@onceflow/testkit/vitest`).
+export type { SinkContractCase } from "./contract/contract-cases.js";
+export { twoPhaseCommitSinkContractCases } from "./contract/contract-cases.js";
+export type { SinkContractScope, TwoPhaseCommitSinkContract } from "./contract/contract-options.js";
+export { ContractViolationError } from "./contract/contract-run.js";
+export type { FaultKind, FaultRule, InjectedFaults, SinkStep } from "./contract/fault-injection.js";
+export {
+  InjectedFaultError,
+  injectFaults,
+  isSimulatedKill,
+  SimulatedKillError,
+} from "./contract/fault-injection.js";
+export { createTestCheckpoint } from "./contract/test-checkpoints.js";
 export type { ServiceWriter } from "./runtime/announce.js";
 export { stderrWriter } from "./runtime/announce.js";
 export { onceflowCacheDir } from "./runtime/cache-dir.js";

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Socket } from "node:net";
-import { connect as connectTcp } from "node:net";
+import { connect as connectTcp, type Socket } from "node:net";
 import { connect as connectTls } from "node:tls";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
@@ -82,22 +81,40 @@ export interface CommittedRecord {
  * onceflow's source): the last stable offset of each partition is taken first (ListOffsets with
  * read_committed), then the consumer reads until its position passed it on every partition.
  */
-export async function readCommittedTopic(brokers: string[], topic: string, timeoutMs = 30_000): Promise<CommittedRecord[]> {
+export async function readCommittedTopic(
+  brokers: string[],
+  topic: string,
+  timeoutMs = 30_000,
+): Promise<CommittedRecord[]> {
   const kafka = new Kafka({ brokers, clientId: "onceflow-reader", logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  let ends: Array<{ partition: number; high: string; low: string }>;
+  let ends: Array<{ partition: number; high: string; low: string }> | undefined;
   try {
-    ends = await admin.fetchTopicOffsets(topic);
+    // Right after a topic was created the broker may not know it yet ("does not host this topic-partition").
+    for (let attempt = 1; ends === undefined; attempt++) {
+      try {
+        ends = await admin.fetchTopicOffsets(topic);
+      } catch (error) {
+        if (attempt >= 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   } finally {
     await admin.disconnect();
   }
   const targets = new Map<number, bigint>();
-  for (const end of ends) if (BigInt(end.high) > BigInt(end.low)) targets.set(end.partition, BigInt(end.high));
+  for (const end of ends)
+    if (BigInt(end.high) > BigInt(end.low)) targets.set(end.partition, BigInt(end.high));
   if (targets.size === 0) return [];
   const records: CommittedRecord[] = [];
   const positions = new Map<number, bigint>();
-  const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false, maxWaitTimeInMs: 100 });
+  const delivered = new Set<string>();
+  const consumer = kafka.consumer({
+    groupId: uniqueName("reader"),
+    readUncommitted: false,
+    maxWaitTimeInMs: 100,
+  });
   let done: () => void = () => {};
   const finished = new Promise<void>((resolve) => {
     done = resolve;
@@ -113,6 +130,10 @@ export async function readCommittedTopic(brokers: string[], topic: string, timeo
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ partition, message }) => {
+        // A rebalance can hand a partition over and deliver records again: one record per offset.
+        const where = `${partition}@${message.offset}`;
+        if (delivered.has(where)) return;
+        delivered.add(where);
         records.push({
           partition,
           offset: message.offset,
@@ -182,8 +203,12 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
 /** A pg pool whose connections can all be cut at once, as a SIGKILL of its process would. */
 export interface KillablePool {
   readonly pool: pg.Pool;
-  /** Destroys every connection's socket: the server rolls back what was open (prepared transactions stay). */
-  kill(): void;
+  /**
+   * Cuts every connection from the server side (pg_terminate_backend, as the server does when the
+   * client's process is gone: what was open is rolled back, prepared transactions stay), then stops
+   * the pool from opening new ones. Resolves once the connections are gone.
+   */
+  kill(): Promise<void>;
   /** Ends the pool (after a kill too). */
   end(): Promise<void>;
 }
@@ -200,11 +225,22 @@ export function killablePool(url: string, max = 4): KillablePool {
   });
   return {
     pool,
-    kill: () => {
-      for (const client of clients) {
-        (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
-      }
+    kill: async () => {
+      const pids = [...clients]
+        .map((client) => (client as unknown as { processID: number | null }).processID)
+        .filter((pid): pid is number => typeof pid === "number");
       clients.clear();
+      // Not awaited: end() also waits for checked-out connections, which a dead process never returns.
+      void pool.end().catch(() => undefined);
+      if (pids.length === 0) return;
+      await sql(url, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [pids]);
+      // Wait until the server has really let go of them (and of their locks).
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const alive = await sql(url, "SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])", [pids]);
+        if (alive.length === 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`backends ${pids.join(", ")} did not go away after pg_terminate_backend`);
     },
     end: () => pool.end().catch(() => undefined),
   };

@@ -15,7 +15,15 @@ export interface PartitionOffset {
   readonly offset: number | bigint | string;
 }
 
-/** Where to go when there is no committed offset, or an offset is out of range. */
+/**
+ * Where to go when there is no committed offset, or an offset is out of range — Kafka's
+ * `auto.offset.reset`.
+ *
+ * @example
+ * ```ts
+ * const reset: OffsetResetStrategy = "earliest";
+ * ```
+ */
 export type OffsetResetStrategy = "earliest" | "latest";
 
 /**

@@ -408,8 +408,9 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     this.pendingCommits.delete(checkpointId);
   }
 
-  private async autoCommitNow(): Promise<void> {
-    if (this.checkpointingSeen || this.config.groupId === undefined || this.closed) return;
+  /** Commits the handed-out positions (auto-commit); `final` is the last one, at close. */
+  private async autoCommitNow(final = false): Promise<void> {
+    if (this.checkpointingSeen || this.config.groupId === undefined || (this.closed && !final)) return;
     const offsets = [...this.partitions.values()].map((s) => ({
       topic: s.topic,
       partition: s.partition,
@@ -433,11 +434,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     await this.loop;
     if (this.connected !== undefined) {
       await this.connected.catch(() => undefined);
-      if (this.config.autoCommit && !this.checkpointingSeen) {
-        this.closed = false;
-        await this.autoCommitNow();
-        this.closed = true;
-      }
+      if (this.config.autoCommit) await this.autoCommitNow(true);
       await Promise.allSettled([
         this.connection.disconnect(),
         this.admin.disconnect(),

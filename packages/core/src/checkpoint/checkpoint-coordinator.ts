@@ -2,8 +2,8 @@ import { CheckpointError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
 import type { Subtask } from "../runtime/subtask.js";
-import { subtaskEntriesOf } from "./checkpoint-files.js";
-import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.js";
+import type { CheckpointStorage } from "./checkpoint-storage.js";
+import { createCompletedCheckpoint } from "./completed-checkpoint.js";
 import { retainLatestCheckpoints } from "./retention.js";
 
 /** Checkpointing settings with every default filled in. */
@@ -160,19 +160,18 @@ export class CheckpointCoordinator {
     const subtaskStates = new Map<number, Buffer>();
     for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
     if (storage && checkpointing) {
-      const metadata: CheckpointMetadata = {
-        formatVersion: 1,
+      const checkpoint = createCompletedCheckpoint({
         jobId: this.options.jobId,
         checkpointId,
         scope: this.options.scope,
-        triggeredAt,
-        completedAt: Date.now(),
         parallelism,
-        subtasks: subtaskEntriesOf(subtaskStates),
+        subtaskStates,
+        triggeredAt,
         isFinal,
         summary: this.options.describe(subtaskStates),
-      };
-      await storage.store({ metadata, subtaskStates });
+      });
+      const { metadata } = checkpoint;
+      await storage.store(checkpoint);
       const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
       this.lastCompletedAt = Date.now();
       this.durations.observe(this.lastCompletedAt - triggeredAt, { job: this.options.jobId });

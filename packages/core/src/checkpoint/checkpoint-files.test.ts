@@ -9,7 +9,7 @@ import {
   subtaskEntriesOf,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
-import { makeCheckpoint } from "./testing/checkpoint-storage-contract.js";
+import { makeCheckpoint } from "./testing/test-checkpoints.js";
 
 function catchError(run: () => unknown): unknown {
   try {

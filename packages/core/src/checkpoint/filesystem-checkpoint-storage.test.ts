@@ -10,7 +10,9 @@ import {
   filesystem,
   METADATA_FILE_NAME,
 } from "./filesystem-checkpoint-storage.js";
-import { describeCheckpointStorageContract, makeCheckpoint } from "./testing/checkpoint-storage-contract.js";
+import { makeCheckpoint } from "./testing/test-checkpoints.js";
+
+// The CheckpointStorage contract runs on this storage in @onceflow/testkit (contract folder).
 
 const roots: string[] = [];
 async function newRoot(): Promise<string> {
@@ -34,18 +36,6 @@ async function caught(promise: Promise<unknown>): Promise<CheckpointError> {
 function chkDir(root: string, checkpointId: number, scope = "all", jobId = "orders"): string {
   return join(root, jobId, scope, checkpointDirectoryName(checkpointId));
 }
-
-describeCheckpointStorageContract("FileSystemCheckpointStorage", async () => filesystem(await newRoot()), {
-  corrupt: async (storage, at) => {
-    const file = join(
-      chkDir(storage.root, at.checkpointId, at.scope, at.jobId),
-      `subtask-${at.subtaskIndex}.state`,
-    );
-    const bytes = await readFile(file);
-    bytes[0] = (bytes[0] ?? 0) ^ 0xff;
-    await writeFile(file, bytes);
-  },
-});
 
 describe("FileSystemCheckpointStorage", () => {
   let root: string;

@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { checkpointDirectoryName, filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
-import { makeCheckpoint } from "../checkpoint/testing/checkpoint-storage-contract.js";
+import { makeCheckpoint } from "../checkpoint/testing/test-checkpoints.js";
 import type { DemoOptions } from "../demo/run-demo.js";
 import { type CliOptions, runCli } from "./program.js";
 

@@ -64,6 +64,8 @@ export interface TwoPhaseCommitSinkContract<IN> {
    * handles — WITHOUT aborting or committing anything. Needed when an abandoned instance would
    * otherwise keep a lock or session the next instance waits on (a PostgreSQL transaction keeps
    * its row locks until its connection drops). Default: nothing (the instance is just dropped).
+   * Every author step of a killed instance throws, so the hook may also call `close()` to drop
+   * process-local registrations or timers: its abort is not run, nothing reaches the destination.
    */
   kill?(sink: TwoPhaseCommitSink<IN, unknown>, scope: SinkContractScope): Promise<void> | void;
   /**

@@ -138,6 +138,8 @@ export class ContractSubtask<IN> {
    */
   async kill(): Promise<void> {
     const sink = this.sink;
+    // From here on every author step of the dead instance throws, even if something calls it.
+    this.faultControl?.kill();
     this.harness = undefined;
     this.sink = undefined;
     if (sink !== undefined) await this.contract.kill?.(sink, this.scope);

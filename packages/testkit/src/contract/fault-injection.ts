@@ -90,7 +90,9 @@ export class InjectedFaultError extends OnceflowError {
  */
 export class SimulatedKillError extends OnceflowError {
   constructor(step: SinkStep, when: "before" | "after") {
-    super("USER_FUNCTION_FAILED", `simulated SIGKILL ${when} ${step}`, { details: { step, when } });
+    super("USER_FUNCTION_FAILED", `simulated SIGKILL ${when} ${step}: this sink instance is dead`, {
+      details: { step, when },
+    });
   }
 }
 
@@ -126,6 +128,8 @@ export interface InjectedFaults {
   readonly calls: Readonly<Record<SinkStep, number>>;
   /** Adds rules (call numbers count from the calls made so far). */
   add(...rules: FaultRule[]): void;
+  /** Kills the instance now, between steps: every later step throws {@link SimulatedKillError}. */
+  kill(): void;
 }
 
 type AnyFunction = (...args: unknown[]) => unknown;
@@ -222,5 +226,8 @@ export function injectFaults<IN>(
     },
     calls,
     add,
+    kill: () => {
+      killed ??= { step: "invoke", when: "after" };
+    },
   };
 }

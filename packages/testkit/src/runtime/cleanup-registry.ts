@@ -7,6 +7,11 @@ import { REAPER_SOURCE } from "./reaper-source.js";
 /**
  * What to do, synchronously, if the process ends while a service is still running: commands to run
  * first (for example `pg_ctl stop -m immediate`), then processes to SIGKILL, then folders to delete.
+ *
+ * @example
+ * ```ts
+ * const plan: CleanupPlan = { commands: [], pids: [jvmPid], dirs: ["/tmp/onceflow-kafka-x1"] };
+ * ```
  */
 export interface CleanupPlan {
   commands: { command: string; args: string[] }[];
@@ -14,7 +19,15 @@ export interface CleanupPlan {
   dirs: string[];
 }
 
-/** A registered {@link CleanupPlan}: update it as the service changes, release it once stopped. */
+/**
+ * A registered {@link CleanupPlan}: update it as the service changes, release it once stopped.
+ *
+ * @example
+ * ```ts
+ * handle.update({ commands: [], pids: [newPid], dirs: [workDir] });
+ * handle.release();
+ * ```
+ */
 export interface CleanupHandle {
   update(plan: CleanupPlan): void;
   release(): void;

@@ -2,7 +2,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 
-/** What a finished command printed and how it ended. */
+/**
+ * What a finished command printed and how it ended.
+ *
+ * @example
+ * ```ts
+ * const result: CommandResult = await runCommand("mvn", ["-v"], { timeoutMs: 60_000 });
+ * if (result.code !== 0) console.error(result.stderr);
+ * ```
+ */
 export interface CommandResult {
   /** Exit code, or `null` when it was ended by a signal. */
   code: number | null;
@@ -13,7 +21,14 @@ export interface CommandResult {
   timedOut: boolean;
 }
 
-/** Options of {@link runCommand}. */
+/**
+ * Options of {@link runCommand}.
+ *
+ * @example
+ * ```ts
+ * const options: RunCommandOptions = { timeoutMs: 120_000, cwd: workDir };
+ * ```
+ */
 export interface RunCommandOptions {
   /** SIGKILL the command after this long. */
   timeoutMs: number;

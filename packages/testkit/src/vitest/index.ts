@@ -1,4 +1,24 @@
 // The `@onceflow/testkit/vitest` entry point: helpers for tests running under vitest.
+
+// Contract suites: a whole vitest suite for your own sink or checkpoint storage.
+export type {
+  CheckpointAddress,
+  CheckpointStorageContractOptions,
+} from "../contract/checkpoint-storage-contract.js";
+export { describeCheckpointStorageContract } from "../contract/checkpoint-storage-contract.js";
+export type { SinkContractCase } from "../contract/contract-cases.js";
+export { twoPhaseCommitSinkContractCases } from "../contract/contract-cases.js";
+export type { SinkContractScope, TwoPhaseCommitSinkContract } from "../contract/contract-options.js";
+export { ContractViolationError } from "../contract/contract-run.js";
+export { describeTwoPhaseCommitSink } from "../contract/describe-two-phase-commit-sink.js";
+export type { FaultKind, FaultRule, InjectedFaults, SinkStep } from "../contract/fault-injection.js";
+export {
+  InjectedFaultError,
+  injectFaults,
+  isSimulatedKill,
+  SimulatedKillError,
+} from "../contract/fault-injection.js";
+export { createTestCheckpoint } from "../contract/test-checkpoints.js";
 export type { SharedKafkaInfo, SharedPostgresInfo } from "./provided-context.js";
 export { PROVIDED_KEYS } from "./provided-context.js";
 export type { SharedKafka } from "./shared-services.js";

@@ -10,6 +10,12 @@ import { PROVIDED_KEYS, type SharedKafkaInfo, type SharedPostgresInfo } from "./
 /**
  * The run's shared broker as a test sees it: addresses and `createTopic`, but no kill/stop (it is
  * shared; a destructive test starts its own with {@link usePrivateKafka}).
+ *
+ * @example
+ * ```ts
+ * const kafka: SharedKafka = sharedKafka();
+ * await kafka.createTopic(`t-${randomUUID()}`, { partitions: 1 });
+ * ```
  */
 export interface SharedKafka extends SharedKafkaInfo {
   createTopic(name: string, options: CreateTopicOptions): Promise<void>;

@@ -1,6 +1,13 @@
 import { kafkaMajor } from "./kafka-versions.js";
 
-/** The single-node settings every testkit broker gets, whatever runs it (local JVM or container). */
+/**
+ * The single-node settings every testkit broker gets, whatever runs it (local JVM or container).
+ *
+ * @example
+ * ```ts
+ * testBrokerSettings("3.9.1")["transaction.max.timeout.ms"]; // "900000"
+ * ```
+ */
 export function testBrokerSettings(version: string): Record<string, string> {
   const settings: Record<string, string> = {
     "num.partitions": "1",
@@ -29,7 +36,14 @@ export function testBrokerSettings(version: string): Record<string, string> {
   return settings;
 }
 
-/** Where a local broker listens and keeps its data. */
+/**
+ * Where a local broker listens and keeps its data.
+ *
+ * @example
+ * ```ts
+ * const address: BrokerAddress = { host: "127.0.0.1", port: 41234, controllerPort: 41235, logDir: "/tmp/k/data" };
+ * ```
+ */
 export interface BrokerAddress {
   host: string;
   port: number;

@@ -6,7 +6,14 @@ import { testBrokerSettings } from "./broker-properties.js";
 import { type CreateTopicOptions, createKafkaTopic, waitUntilKafkaServes } from "./kafka-admin.js";
 import type { KafkaService } from "./kafka-service.js";
 
-/** Options of {@link startContainerKafka}. */
+/**
+ * Options of {@link startContainerKafka}.
+ *
+ * @example
+ * ```ts
+ * const options: ContainerKafkaOptions = { version: "4.1.1", startTimeoutMs: 180_000 };
+ * ```
+ */
 export interface ContainerKafkaOptions {
   version: string;
   /** Default `apache/kafka:<version>` (the Apache project's own image, one tag per release). */

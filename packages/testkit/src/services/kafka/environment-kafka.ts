@@ -4,7 +4,14 @@ import { SHARED_MARKERS, userProvided } from "../shared-markers.js";
 import { type CreateTopicOptions, createKafkaTopic, waitUntilKafkaServes } from "./kafka-admin.js";
 import type { KafkaService } from "./kafka-service.js";
 
-/** The variable naming an existing broker: comma-separated `host:port` bootstrap addresses. */
+/**
+ * The variable naming an existing broker: comma-separated `host:port` bootstrap addresses.
+ *
+ * @example
+ * ```ts
+ * process.env[KAFKA_BROKERS_VARIABLE] = "127.0.0.1:9092";
+ * ```
+ */
 export const KAFKA_BROKERS_VARIABLE = "ONCEFLOW_KAFKA_BROKERS";
 
 /**

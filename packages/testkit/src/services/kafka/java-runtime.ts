@@ -2,7 +2,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { runCommand } from "../../runtime/processes.js";
 
-/** A Java runtime found on this machine. */
+/**
+ * A Java runtime found on this machine.
+ *
+ * @example
+ * ```ts
+ * const java: JavaRuntime = { command: "java", version: "17.0.15", major: 17 };
+ * ```
+ */
 export interface JavaRuntime {
   command: string;
   /** Full version string, e.g. "17.0.15". */

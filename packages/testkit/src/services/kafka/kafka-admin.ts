@@ -2,7 +2,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { OnceflowError } from "@onceflow/core";
 import { Kafka, logLevel } from "kafkajs";
 
-/** Options of {@link createKafkaTopic}. */
+/**
+ * Options of {@link createKafkaTopic} and of a service's `createTopic`.
+ *
+ * @example
+ * ```ts
+ * await kafka.createTopic("events", { partitions: 4, config: { "cleanup.policy": "compact" } });
+ * ```
+ */
 export interface CreateTopicOptions {
   /** Number of partitions. */
   partitions: number;

@@ -7,7 +7,14 @@ import { onceflowCacheDir } from "../../runtime/cache-dir.js";
 import { outputTail, runCommand } from "../../runtime/processes.js";
 import { kafkaArtifacts, type MavenArtifact } from "./kafka-versions.js";
 
-/** Options of {@link ensureKafkaJars}. */
+/**
+ * Options of {@link ensureKafkaJars}.
+ *
+ * @example
+ * ```ts
+ * await ensureKafkaJars("4.1.1", { cacheDir: "/var/cache/onceflow", mavenCommand: "/opt/maven/bin/mvn" });
+ * ```
+ */
 export interface KafkaJarsOptions {
   /** The cache root; default {@link onceflowCacheDir}. */
   cacheDir?: string;
@@ -17,7 +24,14 @@ export interface KafkaJarsOptions {
   timeoutMs?: number;
 }
 
-/** Where a cached Kafka version lives and whether it was fetched just now. */
+/**
+ * Where a cached Kafka version lives and whether it was fetched just now.
+ *
+ * @example
+ * ```ts
+ * const { libDir, fetched, fetchMs }: KafkaJars = await ensureKafkaJars("3.9.1");
+ * ```
+ */
 export interface KafkaJars {
   version: string;
   /** The folder with every jar; the broker's classpath is `<libDir>/*`. */

@@ -72,7 +72,14 @@ export function kafkaMajor(version: string): number {
   return Number(version.split(".")[0]);
 }
 
-/** One Maven artifact, `groupId:artifactId:version`. */
+/**
+ * One Maven artifact, `groupId:artifactId:version`.
+ *
+ * @example
+ * ```ts
+ * const broker: MavenArtifact = { groupId: "org.apache.kafka", artifactId: "kafka_2.13", version: "3.9.1" };
+ * ```
+ */
 export interface MavenArtifact {
   groupId: string;
   artifactId: string;

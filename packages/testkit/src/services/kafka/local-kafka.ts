@@ -28,7 +28,15 @@ const JVM_OPTIONS = [
   "-Djava.awt.headless=true",
 ];
 
-/** What a local broker needs that the probe found. */
+/**
+ * What a local broker needs that the probe found.
+ *
+ * @example
+ * ```ts
+ * const { requirements } = await probeLocalKafka("3.9.1", cacheDir);
+ * requirements?.java.version; // "17.0.15"
+ * ```
+ */
 export interface LocalKafkaRequirements {
   java: JavaRuntime;
   /** Whether the jars are cached already (then Maven is not needed). */
@@ -97,7 +105,14 @@ export async function probeLocalKafka(
   }
 }
 
-/** Options of {@link startLocalKafka}. */
+/**
+ * Options of {@link startLocalKafka}.
+ *
+ * @example
+ * ```ts
+ * const options: LocalKafkaOptions = { version: "3.9.1", java, cacheDir, startTimeoutMs: 180_000 };
+ * ```
+ */
 export interface LocalKafkaOptions {
   version: string;
   java: JavaRuntime;
@@ -266,6 +281,8 @@ class LocalKafkaBroker {
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGKILL");
     await waitForExit(child, 30_000);
+    // The pid is free for reuse now: the crash cleanup must not kill whoever gets it next.
+    this.cleanup?.update({ commands: [], pids: [], dirs: [this.workDir] });
   }
 
   async stop(): Promise<void> {

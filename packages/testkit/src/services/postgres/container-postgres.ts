@@ -5,7 +5,14 @@ import { loadPostgresContainerModule } from "../providers/testcontainers-loader.
 import { waitUntilPostgresAccepts } from "./postgres-readiness.js";
 import type { PostgresService } from "./postgres-service.js";
 
-/** Options of {@link startContainerPostgres}. */
+/**
+ * Options of {@link startContainerPostgres}.
+ *
+ * @example
+ * ```ts
+ * const options: ContainerPostgresOptions = { image: "postgres:16-alpine", maxPreparedTransactions: 64, startTimeoutMs: 120_000 };
+ * ```
+ */
 export interface ContainerPostgresOptions {
   image?: string;
   maxPreparedTransactions: number;

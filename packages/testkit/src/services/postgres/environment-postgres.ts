@@ -4,7 +4,14 @@ import { SHARED_MARKERS, userProvided } from "../shared-markers.js";
 import { waitUntilPostgresAccepts } from "./postgres-readiness.js";
 import type { PostgresService } from "./postgres-service.js";
 
-/** The variable naming an existing server: a `postgresql://` connection string. */
+/**
+ * The variable naming an existing server: a `postgresql://` connection string.
+ *
+ * @example
+ * ```ts
+ * process.env[POSTGRES_URL_VARIABLE] = "postgresql://postgres@127.0.0.1:5432/postgres";
+ * ```
+ */
 export const POSTGRES_URL_VARIABLE = "ONCEFLOW_POSTGRES_URL";
 
 /**

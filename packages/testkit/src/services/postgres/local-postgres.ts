@@ -15,7 +15,14 @@ const HOST = "127.0.0.1";
 const SUPERUSER = "postgres";
 const DATABASE = "postgres";
 
-/** Who runs the server processes: ourselves, or (when we are root) an unprivileged user via runuser. */
+/**
+ * Who runs the server processes: ourselves, or (when we are root) an unprivileged user via runuser.
+ *
+ * @example
+ * ```ts
+ * const user: ServerUser = { kind: "runuser", name: "postgres", uid: 101, gid: 104 };
+ * ```
+ */
 export type ServerUser = { kind: "self" } | { kind: "runuser"; name: string; uid: number; gid: number };
 
 async function lookUpUser(name: string): Promise<{ uid: number; gid: number } | undefined> {
@@ -76,7 +83,14 @@ export async function probeLocalPostgres(
   };
 }
 
-/** Options of {@link startLocalPostgres}. */
+/**
+ * Options of {@link startLocalPostgres}.
+ *
+ * @example
+ * ```ts
+ * const options: LocalPostgresOptions = { binaries, user, maxPreparedTransactions: 64, startTimeoutMs: 120_000 };
+ * ```
+ */
 export interface LocalPostgresOptions {
   binaries: PostgresBinaries;
   user: ServerUser;

@@ -2,7 +2,15 @@ import { existsSync, readdirSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { runCommand } from "../../runtime/processes.js";
 
-/** The server binaries found on this machine. */
+/**
+ * The server binaries found on this machine.
+ *
+ * @example
+ * ```ts
+ * const found = await findPostgresBinaries();
+ * if (!("problem" in found)) found.initdb; // "/usr/lib/postgresql/15/bin/initdb"
+ * ```
+ */
 export interface PostgresBinaries {
   binDir: string;
   initdb: string;

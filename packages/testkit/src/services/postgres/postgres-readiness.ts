@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 
-/** What a server said about itself once it accepted a connection. */
+/**
+ * What a server said about itself once it accepted a connection.
+ *
+ * @example
+ * ```ts
+ * const { version, maxPreparedTransactions }: PostgresFacts = await readPostgresFacts(url);
+ * ```
+ */
 export interface PostgresFacts {
   version: string;
   maxPreparedTransactions: number;

@@ -4,6 +4,12 @@ import { loadTestcontainers } from "./testcontainers-loader.js";
 /**
  * Low-level control of a started container for fault injection: kill with a signal (the container
  * stops, its writable layer and port bindings stay), start it again, read its log tail, remove it.
+ *
+ * @example
+ * ```ts
+ * const control: ContainerControl = await controlContainer(started);
+ * await control.kill("SIGQUIT");
+ * ```
  */
 export interface ContainerControl {
   kill(signal: "SIGKILL" | "SIGQUIT" | "SIGINT" | "SIGTERM"): Promise<void>;

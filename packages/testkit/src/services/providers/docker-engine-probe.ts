@@ -1,7 +1,14 @@
 import type { ProbeResult } from "./provider-selection.js";
 import { loadTestcontainers, TESTCONTAINERS_INSTALL_HINT } from "./testcontainers-loader.js";
 
-/** Options of {@link probeDockerEngine}. */
+/**
+ * Options of {@link probeDockerEngine}.
+ *
+ * @example
+ * ```ts
+ * await probeDockerEngine({ timeoutMs: 5_000 });
+ * ```
+ */
 export interface DockerProbeOptions {
   /** Give up and report "unavailable" after this long. Default 15 s. */
   timeoutMs?: number;

@@ -1,13 +1,32 @@
 /**
  * Where a service comes from: named by an environment variable, a container started through
  * testcontainers, or processes the testkit starts on this machine.
+ *
+ * @example
+ * ```ts
+ * const kafka = await startKafka({ provider: "local" satisfies ProviderKind });
+ * ```
  */
 export type ProviderKind = "environment" | "testcontainers" | "local";
 
-/** The order providers are tried in when nothing forces one. */
+/**
+ * The order providers are tried in when nothing forces one.
+ *
+ * @example
+ * ```ts
+ * PROVIDER_ORDER; // ["environment", "testcontainers", "local"]
+ * ```
+ */
 export const PROVIDER_ORDER: readonly ProviderKind[] = ["environment", "testcontainers", "local"];
 
-/** What one probe found out about one provider. */
+/**
+ * What one probe found out about one provider.
+ *
+ * @example
+ * ```ts
+ * const probe: ProbeResult = { provider: "local", available: false, detail: "no Java runtime", remedy: "install Java 17" };
+ * ```
+ */
 export interface ProbeResult {
   provider: ProviderKind;
   available: boolean;
@@ -17,12 +36,27 @@ export interface ProbeResult {
   remedy: string;
 }
 
-/** The outcome of {@link decideProvider}. */
+/**
+ * The outcome of {@link decideProvider}.
+ *
+ * @example
+ * ```ts
+ * const decision: ProviderDecision = decideProvider("Kafka", providerOrder(), probes);
+ * if (!decision.ok) throw new Error(decision.message);
+ * ```
+ */
 export type ProviderDecision =
   | { ok: true; provider: ProviderKind; probe: ProbeResult; tried: readonly ProbeResult[] }
   | { ok: false; message: string; tried: readonly ProbeResult[] };
 
-/** The options that shape the order: a forced provider, or a test that needs fault injection. */
+/**
+ * The options that shape the order: a forced provider, or a test that needs fault injection.
+ *
+ * @example
+ * ```ts
+ * providerOrder({ faultInjection: true } satisfies ProviderPreference);
+ * ```
+ */
 export interface ProviderPreference {
   /** Use only this provider. */
   provider?: ProviderKind;
@@ -85,7 +119,14 @@ export function decideProvider(
   return { ok: false, message: lines.join("\n"), tried };
 }
 
-/** A probe for one provider, run only when the providers before it are unavailable. */
+/**
+ * A probe for one provider, run only when the providers before it are unavailable.
+ *
+ * @example
+ * ```ts
+ * const docker: Probe = () => probeDockerEngine({ timeoutMs: 10_000 });
+ * ```
+ */
 export type Probe = () => Promise<ProbeResult>;
 
 /**

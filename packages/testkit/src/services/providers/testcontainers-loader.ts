@@ -1,9 +1,23 @@
 // testcontainers is an optional peer dependency: it is imported only when the Docker path is
 // chosen, so a machine without it (or without Docker) never loads it.
 
-/** The `testcontainers` module, loaded on demand. */
+/**
+ * The `testcontainers` module, loaded on demand.
+ *
+ * @example
+ * ```ts
+ * const tc: TestcontainersModule = await loadTestcontainers();
+ * ```
+ */
 export type TestcontainersModule = typeof import("testcontainers");
-/** The `@testcontainers/postgresql` module, loaded on demand. */
+/**
+ * The `@testcontainers/postgresql` module, loaded on demand.
+ *
+ * @example
+ * ```ts
+ * const pgModule: PostgresContainerModule = await loadPostgresContainerModule();
+ * ```
+ */
 export type PostgresContainerModule = typeof import("@testcontainers/postgresql");
 
 const INSTALL_HINT = "npm i -D testcontainers@11.14.0 @testcontainers/postgresql@11.14.0";
@@ -44,5 +58,12 @@ export function loadPostgresContainerModule(): Promise<PostgresContainerModule> 
   return importOptional<PostgresContainerModule>("@testcontainers/postgresql");
 }
 
-/** What to run to get the Docker provider's packages. */
+/**
+ * What to run to get the Docker provider's packages.
+ *
+ * @example
+ * ```ts
+ * throw new Error(`testcontainers is missing: ${TESTCONTAINERS_INSTALL_HINT}`);
+ * ```
+ */
 export const TESTCONTAINERS_INSTALL_HINT = INSTALL_HINT;

@@ -1,47 +1,13 @@
-// A copy of core's CheckpointStorage contract suite (packages/core/src/checkpoint/testing), which core
-// does not export yet; keep in step with it.
-
-import { createHash } from "node:crypto";
 import {
   CheckpointError,
-  type CheckpointMetadata,
   type CheckpointStorage,
   type CompletedCheckpoint,
   ConfigurationError,
-  type SubtaskStateEntry,
+  checksumOf,
+  retainLatestCheckpoints,
 } from "@onceflow/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-
-// Small stand-ins for core helpers, so this copy depends only on core's stable exports.
-function checksumOf(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-function subtaskEntriesOf(states: ReadonlyMap<number, Uint8Array>): SubtaskStateEntry[] {
-  return [...states.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([subtaskIndex, bytes]) => ({ subtaskIndex, stateBytes: bytes.length, sha256: checksumOf(bytes) }));
-}
-
-async function retainLatestCheckpoints(
-  storage: CheckpointStorage,
-  jobId: string,
-  retained: number,
-  options: { scope?: string } = {},
-): Promise<CheckpointMetadata[]> {
-  if (!Number.isInteger(retained) || retained < 1)
-    throw new ConfigurationError("retained", "must be at least 1");
-  const byScope = new Map<string, CheckpointMetadata[]>();
-  for (const metadata of await storage.list(jobId)) {
-    if (options.scope !== undefined && metadata.scope !== options.scope) continue;
-    byScope.set(metadata.scope, [...(byScope.get(metadata.scope) ?? []), metadata]);
-  }
-  const discarded: CheckpointMetadata[] = [];
-  for (const list of byScope.values()) discarded.push(...list.slice(0, Math.max(0, list.length - retained)));
-  discarded.sort((a, b) => a.checkpointId - b.checkpointId || (a.scope < b.scope ? -1 : 1));
-  for (const metadata of discarded) await storage.discard(jobId, metadata.scope, metadata.checkpointId);
-  return discarded;
-}
+import { createTestCheckpoint } from "./test-checkpoints.js";
 
 /** Which stored checkpoint a {@link CheckpointStorageContractOptions.corrupt} hook must damage. */
 export interface CheckpointAddress {
@@ -62,45 +28,6 @@ export interface CheckpointStorageContractOptions<S extends CheckpointStorage> {
   readonly cleanup?: (storage: S) => Promise<void>;
 }
 
-/**
- * Builds a consistent checkpoint for tests: metadata entries computed from the buffers.
- *
- * @example
- * ```ts
- * const checkpoint = makeCheckpoint({ jobId: "orders", checkpointId: 3, states: ["a", "b"] });
- * ```
- */
-export function makeCheckpoint(options: {
-  jobId: string;
-  checkpointId: number;
-  scope?: string;
-  states?: readonly (string | Buffer)[];
-  parallelism?: number;
-  isFinal?: boolean;
-  summary?: Record<string, unknown>;
-  subtaskIndexes?: readonly number[];
-}): CompletedCheckpoint {
-  const states = options.states ?? ["state-0", "state-1"];
-  const subtaskStates = new Map<number, Buffer>();
-  states.forEach((state, position) => {
-    const subtaskIndex = options.subtaskIndexes?.[position] ?? position;
-    subtaskStates.set(subtaskIndex, typeof state === "string" ? Buffer.from(state) : Buffer.from(state));
-  });
-  const metadata: CheckpointMetadata = {
-    formatVersion: 1,
-    jobId: options.jobId,
-    checkpointId: options.checkpointId,
-    scope: options.scope ?? "all",
-    triggeredAt: 1_700_000_000_000 + options.checkpointId * 1000,
-    completedAt: 1_700_000_000_500 + options.checkpointId * 1000,
-    parallelism: options.parallelism ?? Math.max(1, states.length),
-    subtasks: subtaskEntriesOf(subtaskStates),
-    isFinal: options.isFinal ?? false,
-    summary: options.summary ?? { operators: ["source", "sink"] },
-  };
-  return { metadata, subtaskStates };
-}
-
 async function expectCheckpointError(promise: Promise<unknown>, code: string): Promise<CheckpointError> {
   const error = await promise.then(
     () => undefined,
@@ -114,8 +41,9 @@ async function expectCheckpointError(promise: Promise<unknown>, code: string): P
 /**
  * The behaviour every {@link CheckpointStorage} must have, as a vitest suite: round trips, ordering,
  * atomic refusal of bad input, copies not shared buffers, idempotent discard, isolation of jobs and
- * scopes, safe names, retention, and (with a `corrupt` hook) corruption detection. Used by the
- * memory and filesystem storages; a storage in a connector package can copy it.
+ * scopes, safe names, retention, and (with a `corrupt` hook) corruption detection. Run it on
+ * your own storage from a vitest file; this repository runs it on the memory, filesystem and
+ * PostgreSQL storages.
  *
  * @example
  * ```ts
@@ -147,7 +75,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
 
     it("gives back exactly what was stored", async () => {
       const summary = { operators: ["kafka-source", "count", "file-sink"], splits: { "orders-0": "42" } };
-      const checkpoint = makeCheckpoint({
+      const checkpoint = createTestCheckpoint({
         jobId: "orders",
         checkpointId: 7,
         states: ["zero", Buffer.alloc(0), Buffer.from([0, 255, 1, 254])],
@@ -174,7 +102,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
         [10, "subtask-0-of-2"],
       ] as const) {
         await storage.store(
-          makeCheckpoint({
+          createTestCheckpoint({
             jobId: "orders",
             checkpointId,
             scope,
@@ -193,7 +121,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("keeps its own copies of the state buffers", async () => {
-      const checkpoint = makeCheckpoint({ jobId: "orders", checkpointId: 1, states: ["abc"] });
+      const checkpoint = createTestCheckpoint({ jobId: "orders", checkpointId: 1, states: ["abc"] });
       await storage.store(checkpoint);
       checkpoint.subtaskStates.get(0)?.fill(0x7a);
 
@@ -204,7 +132,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("fails with CHECKPOINT_NOT_FOUND for a checkpoint that does not exist", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
       const error = await expectCheckpointError(storage.load("orders", "all", 2), "CHECKPOINT_NOT_FOUND");
       expect(error.checkpointId).toBe(2);
       await expectCheckpointError(storage.load("orders", "other-scope", 1), "CHECKPOINT_NOT_FOUND");
@@ -212,9 +140,9 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("refuses to overwrite a completed checkpoint", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 4, states: ["first"] }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 4, states: ["first"] }));
       await expectCheckpointError(
-        storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 4, states: ["second"] })),
+        storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 4, states: ["second"] })),
         "CHECKPOINT_FAILED",
       );
       expect((await storage.load("orders", "all", 4)).subtaskStates.get(0)?.toString()).toBe("first");
@@ -222,7 +150,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("refuses a checkpoint whose metadata does not describe its state, and stores nothing", async () => {
-      const good = makeCheckpoint({ jobId: "orders", checkpointId: 5, states: ["abc", "def"] });
+      const good = createTestCheckpoint({ jobId: "orders", checkpointId: 5, states: ["abc", "def"] });
       const wrongChecksum: CompletedCheckpoint = {
         metadata: {
           ...good.metadata,
@@ -244,7 +172,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
         subtaskStates: new Map([...good.subtaskStates, [9, Buffer.from("extra")]]),
       };
       await expectCheckpointError(storage.store(extraState), "CHECKPOINT_FAILED");
-      const notJson = makeCheckpoint({ jobId: "orders", checkpointId: 5, summary: { offset: 10n } });
+      const notJson = createTestCheckpoint({ jobId: "orders", checkpointId: 5, summary: { offset: 10n } });
       await expectCheckpointError(storage.store(notJson), "CHECKPOINT_FAILED");
 
       expect(await storage.list("orders")).toEqual([]);
@@ -253,8 +181,8 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("discards one checkpoint, and discarding a missing one does nothing", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       await storage.discard("orders", "all", 1);
       expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([2]);
       await expectCheckpointError(storage.load("orders", "all", 1), "CHECKPOINT_NOT_FOUND");
@@ -266,8 +194,8 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
     });
 
     it("keeps jobs apart", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1, states: ["o"] }));
-      await storage.store(makeCheckpoint({ jobId: "payments", checkpointId: 1, states: ["p"] }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1, states: ["o"] }));
+      await storage.store(createTestCheckpoint({ jobId: "payments", checkpointId: 1, states: ["p"] }));
       expect((await storage.list("orders")).map((m) => m.jobId)).toEqual(["orders"]);
       await storage.discard("payments", "all", 1);
       expect((await storage.load("orders", "all", 1)).subtaskStates.get(0)?.toString()).toBe("o");
@@ -281,7 +209,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
         scopes.flatMap((scope, i) =>
           [1, 2, 3].map((checkpointId) =>
             storage.store(
-              makeCheckpoint({
+              createTestCheckpoint({
                 jobId: "orders",
                 checkpointId,
                 scope,
@@ -297,7 +225,7 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
       await Promise.all([
         storage.discard("orders", scopes[0]!, 1),
         storage.store(
-          makeCheckpoint({
+          createTestCheckpoint({
             jobId: "orders",
             checkpointId: 4,
             scope: scopes[1]!,
@@ -325,11 +253,11 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
         await expect(storage.load(bad, "all", 1)).rejects.toBeInstanceOf(ConfigurationError);
         await expect(storage.load("orders", bad, 1)).rejects.toBeInstanceOf(ConfigurationError);
         await expect(storage.discard("orders", bad, 1)).rejects.toBeInstanceOf(ConfigurationError);
-        await expect(storage.store(makeCheckpoint({ jobId: bad, checkpointId: 1 }))).rejects.toBeInstanceOf(
-          ConfigurationError,
-        );
         await expect(
-          storage.store(makeCheckpoint({ jobId: "orders", scope: bad, checkpointId: 1 })),
+          storage.store(createTestCheckpoint({ jobId: bad, checkpointId: 1 })),
+        ).rejects.toBeInstanceOf(ConfigurationError);
+        await expect(
+          storage.store(createTestCheckpoint({ jobId: "orders", scope: bad, checkpointId: 1 })),
         ).rejects.toBeInstanceOf(ConfigurationError);
       }
       await expect(storage.load("orders", "all", -1)).rejects.toBeInstanceOf(ConfigurationError);
@@ -339,12 +267,12 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
 
     it("retention keeps the last N checkpoints of each scope", async () => {
       for (const checkpointId of [1, 2, 3, 4, 5]) {
-        await storage.store(makeCheckpoint({ jobId: "orders", checkpointId, scope: "subtask-0-of-2" }));
+        await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId, scope: "subtask-0-of-2" }));
       }
       for (const checkpointId of [2, 4]) {
-        await storage.store(makeCheckpoint({ jobId: "orders", checkpointId, scope: "subtask-1-of-2" }));
+        await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId, scope: "subtask-1-of-2" }));
       }
-      await storage.store(makeCheckpoint({ jobId: "payments", checkpointId: 1 }));
+      await storage.store(createTestCheckpoint({ jobId: "payments", checkpointId: 1 }));
 
       const discarded = await retainLatestCheckpoints(storage, "orders", 3);
       expect(discarded.map((m) => `${m.checkpointId}/${m.scope}`)).toEqual([
@@ -376,10 +304,10 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
       const corrupt = options.corrupt;
       it("fails with CHECKPOINT_CORRUPT rather than return damaged state", async () => {
         await storage.store(
-          makeCheckpoint({ jobId: "orders", checkpointId: 8, states: ["good-0", "good-1"] }),
+          createTestCheckpoint({ jobId: "orders", checkpointId: 8, states: ["good-0", "good-1"] }),
         );
         await storage.store(
-          makeCheckpoint({ jobId: "orders", checkpointId: 9, states: ["good-0", "good-1"] }),
+          createTestCheckpoint({ jobId: "orders", checkpointId: 9, states: ["good-0", "good-1"] }),
         );
         await corrupt(storage, { jobId: "orders", scope: "all", checkpointId: 8, subtaskIndex: 1 });
         const error = await expectCheckpointError(storage.load("orders", "all", 8), "CHECKPOINT_CORRUPT");
