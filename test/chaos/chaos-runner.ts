@@ -58,7 +58,7 @@ export interface ChaosReport {
   readonly durationMs: number;
 }
 
-interface Child {
+export interface Child {
   readonly process: ChildProcess;
   readonly started: Promise<void>;
   isStarted(): boolean;
@@ -66,8 +66,9 @@ interface Child {
   output(): string;
 }
 
-function startJob(env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture], {
+/** Starts a chaos job (`script`, by default the generator → files fixture) as a child process. */
+export function startJob(env: Record<string, string>, script = fixture): Child {
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
     cwd: repositoryRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

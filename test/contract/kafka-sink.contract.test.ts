@@ -50,10 +50,6 @@ const contract: TwoPhaseCommitSinkContract<string> = {
     // Asserted separately below: with its pool of transactional ids the sink cannot commit an older
     // checkpoint's transaction once the id was reused, and it says so (TRANSACTION_FENCED).
     "restore-older-checkpoint": "KafkaSink fails loudly instead (TRANSACTION_FENCED), asserted below",
-    // Reported to the connector: subtask 1's dead open transaction becomes visible when it restores
-    // a checkpoint that subtask 0 already completed (duplicates). Single-subtask cases pass.
-    "two-subtasks":
-      "known KafkaSink bug (duplicates after a two-subtask restore), reported to connector-kafka",
   },
 };
 

@@ -249,7 +249,15 @@ describe("KafkaSink other guarantees and serialization", () => {
       await driver.checkpoint(1);
       await driver.complete(1);
       await driver.close();
-      expect(sortedValues(await readAll(topic, { expected: 50 }))).toEqual(range(0, 50));
+      const written = sortedValues(await readAll(topic, { expected: 50 }));
+      if (deliveryGuarantee === "at-least-once") {
+        // The idempotent producer: no duplicates without a crash.
+        expect(written).toEqual(range(0, 50));
+      } else {
+        // No guarantee: kafkajs' plain producer resends a whole request when one partition in it
+        // fails (a leader not ready yet), so records may repeat; none may be missing.
+        expect(new Set(written)).toEqual(new Set(range(0, 50)));
+      }
     });
   }
 

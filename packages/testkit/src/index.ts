@@ -21,6 +21,8 @@ export type { KafkaJars, KafkaJarsOptions } from "./services/kafka/kafka-jars.js
 export { ensureKafkaJars } from "./services/kafka/kafka-jars.js";
 export type { KafkaService, StartKafkaOptions } from "./services/kafka/kafka-service.js";
 export { KAFKA_VERSIONS, resolveKafkaVersion } from "./services/kafka/kafka-versions.js";
+export type { CommittedKafkaRecord } from "./services/kafka/read-committed.js";
+export { readCommittedKafkaRecords } from "./services/kafka/read-committed.js";
 export { startKafka } from "./services/kafka/start-kafka.js";
 export type { PostgresService, StartPostgresOptions } from "./services/postgres/postgres-service.js";
 export { startPostgres } from "./services/postgres/start-postgres.js";

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp, type Socket } from "node:net";
 import { connect as connectTls } from "node:tls";
+import { createKafkaTopic, readCommittedKafkaRecords } from "@onceflow/testkit";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 
@@ -77,100 +78,21 @@ export interface CommittedRecord {
 }
 
 /**
- * Everything committed in `topic` right now, read by a plain read_committed kafkajs consumer (not
- * onceflow's source): the last stable offset of each partition is taken first (ListOffsets with
- * read_committed), then the consumer reads until its position passed it on every partition.
+ * Everything committed in `topic` right now, read like the Java consumer with
+ * isolation.level=read_committed (the testkit's reader; kafkajs' own consumer lets aborted records
+ * through when transactions of several producers interleave).
  */
 export async function readCommittedTopic(
   brokers: string[],
   topic: string,
   timeoutMs = 30_000,
 ): Promise<CommittedRecord[]> {
-  const kafka = new Kafka({ brokers, clientId: "onceflow-reader", logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  let ends: Array<{ partition: number; high: string; low: string }> | undefined;
-  try {
-    // Right after a topic was created the broker may not know it yet ("does not host this topic-partition").
-    for (let attempt = 1; ends === undefined; attempt++) {
-      try {
-        ends = await admin.fetchTopicOffsets(topic);
-      } catch (error) {
-        if (attempt >= 50) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-  } finally {
-    await admin.disconnect();
-  }
-  const targets = new Map<number, bigint>();
-  for (const end of ends)
-    if (BigInt(end.high) > BigInt(end.low)) targets.set(end.partition, BigInt(end.high));
-  if (targets.size === 0) return [];
-  const records: CommittedRecord[] = [];
-  const positions = new Map<number, bigint>();
-  const delivered = new Set<string>();
-  const consumer = kafka.consumer({
-    groupId: uniqueName("reader"),
-    readUncommitted: false,
-    maxWaitTimeInMs: 100,
-  });
-  let done: () => void = () => {};
-  const finished = new Promise<void>((resolve) => {
-    done = resolve;
-  });
-  const caughtUp = () => [...targets].every(([partition, end]) => (positions.get(partition) ?? -1n) >= end);
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    if (payload.topic !== topic) return;
-    positions.set(payload.partition, BigInt(payload.lastOffset) + 1n);
-    if (caughtUp()) done();
-  });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        // A rebalance can hand a partition over and deliver records again: one record per offset.
-        const where = `${partition}@${message.offset}`;
-        if (delivered.has(where)) return;
-        delivered.add(where);
-        records.push({
-          partition,
-          offset: message.offset,
-          key: message.key?.toString() ?? null,
-          value: message.value?.toString() ?? null,
-        });
-      },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), timeoutMs);
-    });
-    const outcome = await Promise.race([finished, timedOut]);
-    clearTimeout(timer);
-    if (outcome === "timeout") {
-      throw new Error(
-        `reading ${topic}: not caught up after ${timeoutMs} ms (positions ${JSON.stringify([...positions].map(([p, o]) => [p, String(o)]))}, last stable offsets ${JSON.stringify([...targets].map(([p, o]) => [p, String(o)]))})`,
-      );
-    }
-  } finally {
-    await consumer.disconnect();
-  }
-  return records;
+  return readCommittedKafkaRecords(brokers, topic, { timeoutMs });
 }
 
 /** Creates a topic and waits for its leaders. */
 export async function createTopic(brokers: string[], topic: string, partitions: number): Promise<void> {
-  const admin = new Kafka({ brokers, clientId: "onceflow-admin", logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({
-      topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
-      waitForLeaders: true,
-    });
-  } finally {
-    await admin.disconnect();
-  }
+  await createKafkaTopic(brokers, topic, { partitions });
 }
 
 /** Deletes topics, ignoring ones that are gone. */

@@ -68,6 +68,7 @@ export class SinkDriver<IN> {
       subtaskIndex: options.subtaskIndex ?? 0,
       parallelism: options.parallelism ?? 1,
       attemptNumber: 0,
+      checkpointingInterval: undefined,
       logger: driver.logger,
       metrics: driver.metrics,
       isRestored: () => options.restored !== undefined,

@@ -5,7 +5,7 @@ import type { Serializer } from "./serializer.js";
 /**
  * What a {@link KafkaSink} promises — Flink's `DeliveryGuarantee`.
  *
- * - `"none"`: records are sent without waiting; a crash may lose or repeat some.
+ * - `"none"`: records are sent without waiting; a crash may lose some, a retried request may repeat some.
  * - `"at-least-once"`: every send is acknowledged before a checkpoint completes; a restore may repeat records.
  * - `"exactly-once"`: Kafka transactions tied to checkpoints; `read_committed` consumers see each record once.
  *

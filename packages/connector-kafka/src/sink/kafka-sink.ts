@@ -447,10 +447,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   private async validateTransactionTimeout(context: RuntimeContext): Promise<void> {
-    // `checkpointingInterval` is read when the runtime provides it; otherwise the `checkpointInterval` option.
-    const interval =
-      (context as RuntimeContext & { readonly checkpointingInterval?: number }).checkpointingInterval ??
-      this.checkpointIntervalHint;
+    // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
+    const interval = context.checkpointingInterval ?? this.checkpointIntervalHint;
     if (interval !== undefined && this.timeoutMs <= interval) {
       throw new ConfigurationError(
         "transactionTimeout",

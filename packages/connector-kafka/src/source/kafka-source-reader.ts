@@ -131,9 +131,8 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     this.skipped = context.metrics.counter(MetricNames.recordsSkipped, "Records skipped by a source");
     // When the runtime says checkpointing is on, auto-commit never starts (Flink ignores
     // enable.auto.commit with checkpointing too); otherwise the first checkpoint stops it.
-    const interval = (context as SourceReaderContext & { readonly checkpointingInterval?: number })
-      .checkpointingInterval;
-    if (interval !== undefined) this.checkpointingSeen = true;
+    if (context.checkpointingInterval !== undefined) this.checkpointingSeen = true;
+    this.restored = context.isRestored;
     this.deadLettered = context.metrics.counter(
       MetricNames.recordsDeadLettered,
       "Records written to a dead-letter topic",

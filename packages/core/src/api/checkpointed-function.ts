@@ -20,6 +20,8 @@ export interface RuntimeContext {
   readonly parallelism: number;
   /** Incremented every time the job restarts in this process (0 for the first attempt). */
   readonly attemptNumber: number;
+  /** The checkpoint interval in ms, or `undefined` when checkpointing is off. */
+  readonly checkpointingInterval: number | undefined;
   readonly logger: Logger;
   readonly metrics: Metrics;
 }

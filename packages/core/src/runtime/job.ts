@@ -320,6 +320,7 @@ export class Job {
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
+      checkpointingInterval: this.options.checkpointing ? this.options.checkpointing.interval : undefined,
     };
     const byNode = new Map<number, StreamOperator>();
     const operators: StreamOperator[] = [];

@@ -306,6 +306,7 @@ describe("TwoPhaseCommitSink recovery", () => {
       sink.open({
         jobId: "j",
         operatorUid: "s",
+        checkpointingInterval: undefined,
         subtaskIndex: 0,
         parallelism: 1,
         attemptNumber: 0,

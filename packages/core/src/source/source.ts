@@ -44,6 +44,10 @@ export interface SourceReaderContext {
   readonly operatorUid: string;
   readonly subtaskIndex: number;
   readonly parallelism: number;
+  /** True when the job restored a checkpoint: splits discovered later are new, not initial. */
+  readonly isRestored: boolean;
+  /** The checkpoint interval in ms, or `undefined` when checkpointing is off. */
+  readonly checkpointingInterval: number | undefined;
   readonly logger: Logger;
   readonly metrics: Metrics;
 }

@@ -164,6 +164,7 @@ class Harness<K, IN, OUT> {
     const harness = this;
     return {
       jobId: "test-job",
+      checkpointingInterval: undefined,
       operatorUid: "window",
       subtaskIndex: 0,
       parallelism: 1,

@@ -74,6 +74,8 @@ export class SourceOperator extends StreamOperator {
       operatorUid: this.uid,
       subtaskIndex: environment.subtaskIndex,
       parallelism: environment.parallelism,
+      isRestored: environment.restoredCheckpointId !== undefined,
+      checkpointingInterval: environment.checkpointingInterval,
       logger: environment.logger.child({ operator: this.uid, subtask: environment.subtaskIndex }),
       metrics: environment.metrics,
     });

@@ -34,6 +34,8 @@ export interface OperatorEnvironment {
   readonly metrics: Metrics;
   /** The restored checkpoint's id, or undefined on a fresh start. */
   readonly restoredCheckpointId: number | undefined;
+  /** The checkpoint interval in ms, or undefined when checkpointing is off. */
+  readonly checkpointingInterval: number | undefined;
 }
 
 interface Edge {

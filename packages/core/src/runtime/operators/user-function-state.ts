@@ -26,6 +26,7 @@ export class UserFunctionState {
       subtaskIndex: environment.subtaskIndex,
       parallelism: environment.parallelism,
       attemptNumber: environment.attemptNumber,
+      checkpointingInterval: environment.checkpointingInterval,
       logger: environment.logger.child({ operator: operatorUid, subtask: environment.subtaskIndex }),
       metrics: environment.metrics,
     };

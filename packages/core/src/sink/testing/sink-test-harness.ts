@@ -54,6 +54,8 @@ export class SinkTestHarness<IN> {
       attemptNumber?: number;
       logger?: Logger & { readonly entries: LogEntry[] };
       metrics?: MemoryMetrics;
+      /** What the sink sees as the job's checkpoint interval (default: checkpointing off). */
+      checkpointingInterval?: number;
     } = {},
   ) {
     this.sink = sink;
@@ -67,6 +69,7 @@ export class SinkTestHarness<IN> {
       subtaskIndex: this.subtaskIndex,
       parallelism: this.parallelism,
       attemptNumber: options.attemptNumber ?? 0,
+      checkpointingInterval: options.checkpointingInterval,
       logger: this.logger,
       metrics: this.metrics,
     };

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { OnceflowError } from "@onceflow/core";
-import { Kafka, logLevel } from "kafkajs";
+import { type Admin, Kafka, logLevel } from "kafkajs";
 
 /**
  * Options of {@link createKafkaTopic} and of a service's `createTopic`.
@@ -52,7 +52,9 @@ export async function createKafkaTopic(
   await admin.connect();
   try {
     const created = await admin.createTopics({
-      waitForLeaders: true,
+      // kafkajs' own wait gives up on UNKNOWN_TOPIC_OR_PARTITION, which a broker that has just
+      // started answers for a moment: wait for the leaders below instead.
+      waitForLeaders: false,
       topics: [
         {
           topic: name,
@@ -71,9 +73,35 @@ export async function createKafkaTopic(
         },
       );
     }
+    await waitForLeaders(admin, name, options.partitions);
   } finally {
     await admin.disconnect();
   }
+}
+
+const LEADER_WAIT_MS = 30_000;
+
+async function waitForLeaders(admin: Admin, topic: string, partitions: number): Promise<void> {
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+      const led = metadata.topics[0]?.partitions.filter((partition) => partition.leader >= 0) ?? [];
+      if (led.length === partitions) return;
+    } catch (error) {
+      last = error;
+    }
+    await sleep(100);
+  }
+  throw new OnceflowError(
+    "SERVICE_UNAVAILABLE",
+    `topic "${topic}" has no leader for every partition after ${LEADER_WAIT_MS} ms`,
+    {
+      cause: last,
+      details: { topic },
+    },
+  );
 }
 
 /**

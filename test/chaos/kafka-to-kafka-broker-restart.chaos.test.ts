@@ -1,0 +1,41 @@
+import { usePrivateKafka } from "@onceflow/testkit/vitest";
+import { describe, expect, it } from "vitest";
+import { chaosSeed } from "./chaos-runner.js";
+import { runKafkaChaos } from "./kafka-chaos-runner.js";
+
+// Kafka → Kafka chaos with the broker SIGKILLed and restarted halfway (a private broker: the shared
+// one is never killed) during one of the runs between random SIGKILLs of the job. The run restarts itself in-process
+// while the broker is away (fixed-delay restarts), as it would in production.
+const kafka = usePrivateKafka();
+
+describe("chaos: Kafka → Kafka with a broker crash during a run", () => {
+  it("commits every input exactly once, in order per key, across 8 job kills and one broker kill", {
+    timeout: 60_000,
+  }, async () => {
+    const seed = chaosSeed();
+    console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
+    const report = await runKafkaChaos({
+      sink: "kafka",
+      seed,
+      kills: 8,
+      records: 1500,
+      recordsPerSecond: 150,
+      // Longer runs than the plain chaos: most of them get past startup on a machine busy with a private service.
+      minKillDelayMs: 1500,
+      maxKillDelayMs: 3500,
+      brokers: [...kafka().brokers],
+      fault: {
+        kill: 4,
+        inject: async () => {
+          await kafka().kill();
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          await kafka().start();
+        },
+      },
+      log: (line) => console.log(line),
+    });
+    console.log(JSON.stringify(report));
+    expect(report.kills).toBe(8);
+    expect(report.committed).toBe(1500);
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { chaosSeed } from "./chaos-runner.js";
+import { runKafkaChaos } from "./kafka-chaos-runner.js";
+import { sharedKafkaBrokers as kafkaBrokers, sharedPostgresUrl as postgresUrl } from "./kafka-services.js";
+
+// The short CI configuration of the Kafka → PostgreSQL chaos run against the shared broker and PostgreSQL (the long one:
+// `npm run chaos -- --pipeline kafka-to-postgres`). ONCEFLOW_CHAOS_SEED=<seed> replays its kill schedule.
+
+describe("chaos: Kafka → PostgreSQL under repeated SIGKILL", () => {
+  it("commits every input exactly once, in order per key, after 20 random kills", {
+    timeout: 60_000,
+  }, async () => {
+    const seed = chaosSeed();
+    console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
+    const report = await runKafkaChaos({
+      sink: "postgres",
+      postgresUrl: postgresUrl(),
+      seed,
+      kills: 20,
+      records: 3000,
+      recordsPerSecond: 150,
+      minKillDelayMs: 500,
+      maxKillDelayMs: 3000,
+      brokers: kafkaBrokers(),
+      log: (line) => console.log(line),
+    });
+    console.log(JSON.stringify(report));
+    expect(report.kills).toBe(20);
+    expect(report.committed).toBe(3000);
+  });
+});
