@@ -271,6 +271,8 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
     last.process.kill("SIGTERM");
     const { code } = await last.exited;
     if (code !== 0) throw new Error(`seed ${options.seed}: the last run failed (${code}):\n${last.output()}`);
+    // Commit markers are written after EndTxn returns: give a late duplicate time to show.
+    await sleep(1000);
     committed = await readCommitted(options, output);
     checkExactlyOncePerKeyOrder(committed, options.records, options.seed);
     return {

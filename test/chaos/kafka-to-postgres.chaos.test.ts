@@ -19,8 +19,8 @@ describe("chaos: Kafka → PostgreSQL under repeated SIGKILL", () => {
       kills: 20,
       records: 3000,
       recordsPerSecond: 150,
-      minKillDelayMs: 500,
-      maxKillDelayMs: 3000,
+      minKillDelayMs: 400,
+      maxKillDelayMs: 2600,
       brokers: kafkaBrokers(),
       log: (line) => console.log(line),
     });

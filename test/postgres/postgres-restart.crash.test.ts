@@ -1,7 +1,7 @@
+import { PostgresSink } from "@onceflow/connector-postgres";
 import { type PostgresService, startPostgres } from "@onceflow/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresSink } from "../../packages/connector-postgres/src/index.js";
 import { SinkDriver } from "../../packages/connector-postgres/test/helpers/sink-driver.js";
 import { runFixture } from "./crash-helpers.js";
 

@@ -1,8 +1,8 @@
+import { PostgresCheckpointStorage } from "@onceflow/connector-postgres";
 import { CheckpointError } from "@onceflow/core";
 import { createTestCheckpoint, describeCheckpointStorageContract } from "@onceflow/testkit/vitest";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresCheckpointStorage } from "../src/index.js";
 import { noPreparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 
 // Checkpoint storage needs no prepared transactions: the machine's plain server is enough.

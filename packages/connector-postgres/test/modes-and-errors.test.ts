@@ -1,11 +1,11 @@
-import { ConfigurationError } from "@onceflow/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   PostgresConfigurationError,
   PostgresErrorReason,
   PostgresSink,
   type PostgresSinkOptions,
-} from "../src/index.js";
+} from "@onceflow/connector-postgres";
+import { ConfigurationError } from "@onceflow/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { noPreparedPostgresUrl, preparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 import { SinkDriver } from "./helpers/sink-driver.js";
 

@@ -1,7 +1,7 @@
+import { PostgresSink, type PostgresSinkOptions } from "@onceflow/connector-postgres";
 import { CheckpointError, TransactionError } from "@onceflow/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresSink, type PostgresSinkOptions } from "../src/index.js";
 import { prepareTransaction } from "../src/sql/prepared-transactions.js";
 import { preparedGids, preparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 import { SinkDriver } from "./helpers/sink-driver.js";

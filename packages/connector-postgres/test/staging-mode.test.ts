@@ -1,6 +1,6 @@
+import { PostgresSink, type PostgresSinkOptions } from "@onceflow/connector-postgres";
 import { TransactionError } from "@onceflow/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresSink, type PostgresSinkOptions } from "../src/index.js";
 import { noPreparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 import { SinkDriver } from "./helpers/sink-driver.js";
 
