@@ -1,6 +1,5 @@
 import { KafkaSink } from "@onceflow/connector-kafka";
 import { OnceflowError, type TwoPhaseCommitSink } from "@onceflow/core";
-// Until packages/testkit/src/index.ts re-exports the contract suite: then import from "@onceflow/testkit".
 import {
   describeTwoPhaseCommitSink,
   type TwoPhaseCommitSinkContract,

@@ -1,6 +1,5 @@
 import { PostgresSink } from "@onceflow/connector-postgres";
 import type { TwoPhaseCommitSink } from "@onceflow/core";
-// Until packages/testkit/src/index.ts re-exports the contract suite: then import from "@onceflow/testkit".
 import { describeTwoPhaseCommitSink, type TwoPhaseCommitSinkContract } from "@onceflow/testkit/vitest";
 import { type KillablePool, killablePool, postgresUrl, sql } from "./helpers/services.js";
 
