@@ -16,6 +16,7 @@ type Mail = () => Promise<void>;
 
 // Yield to the event loop at least this often, so timers and I/O (checkpoint triggers) get a turn.
 const YIELD_INTERVAL_MS = 5;
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /**
  * One copy of the operator chain, run by a single loop — Flink's mailbox model. Records, timers,
@@ -110,15 +111,29 @@ export class Subtask {
     for (const operator of this.operators) await operator.open();
   }
 
-  /** Closes every operator, newest first failure kept; never throws so that every one is closed. */
+  /**
+   * Closes every operator; never throws, so that every one is closed. A close that hangs (a
+   * connection that died mid-request) is given up after a while: it must not block the restart.
+   */
   async close(): Promise<unknown[]> {
     const failures: unknown[] = [];
     for (const operator of this.operators) {
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await operator.close();
+        await Promise.race([
+          operator.close(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`close did not finish within ${CLOSE_TIMEOUT_MS} ms; given up`)),
+              CLOSE_TIMEOUT_MS,
+            );
+          }),
+        ]);
       } catch (error) {
         failures.push(error);
         this.logger.warn({ operator: operator.uid, error: String(error) }, "operator failed to close");
+      } finally {
+        clearTimeout(timer);
       }
     }
     return failures;
