@@ -1,5 +1,5 @@
+import { readCommittedKafkaRecords as readCommittedRecords } from "@onceflow/testkit";
 import { describe, expect, it } from "vitest";
-import { readCommittedRecords } from "../../test/chaos/kafka-reader.js";
 import { sharedKafkaBrokers } from "../../test/chaos/kafka-services.js";
 import { exampleInput, runKafkaToKafkaExample, type WindowCount } from "./main.js";
 
@@ -19,7 +19,7 @@ describe("examples/kafka-to-kafka", () => {
       expected.set(id, (expected.get(id) ?? 0) + 1);
     }
 
-    // Raw read_committed Fetch requests: neither onceflow's source nor the example's own reader.
+    // The testkit's read_committed reader: neither onceflow's source nor the example's own reader.
     // EndTxn returns before the broker wrote the commit markers, so the last transaction may become
     // readable a moment after the job ended: poll, then read once more to catch a late duplicate.
     for (let attempt = 0; attempt < 100; attempt++) {

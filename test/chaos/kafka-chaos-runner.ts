@@ -2,11 +2,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readCommittedKafkaRecords as readCommittedRecords } from "@onceflow/testkit";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { type Child, seededRandom, startJob } from "./chaos-runner.js";
 import type { KafkaChaosRecord } from "./fixtures/kafka-chaos-job.js";
-import { readCommittedRecords } from "./kafka-reader.js";
 
 // Seeded chaos for Kafka → Kafka and Kafka → PostgreSQL, in the style of the generator → files
 // chaos: the input is produced into a topic while the job (a child process) is SIGKILLed after
