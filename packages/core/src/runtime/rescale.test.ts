@@ -43,10 +43,12 @@ function buildJob(
   parallelism: number,
   storage: MemoryCheckpointStorage,
   output: CollectedOutput<Counted>,
+  options: { subtaskIndex?: number; recordsPerSecond?: number } = {},
 ): Job {
   const job = new Job({
     jobId: "rescale",
     parallelism,
+    ...(options.subtaskIndex === undefined ? {} : { subtaskIndex: options.subtaskIndex }),
     checkpointing: { interval: 50, storage },
     restartStrategy: { type: "none" },
   });
@@ -57,7 +59,7 @@ function buildJob(
         splits: SPLITS,
         // Key i%12 always reads on split i%6: keyed state follows the split on rescale.
         generate: (index) => ({ index, key: `key-${index % KEYS}` }),
-        recordsPerSecond: 10_000,
+        recordsPerSecond: options.recordsPerSecond ?? 10_000,
       }),
       { uid: "readings" },
     )
@@ -110,29 +112,9 @@ describe("rescaling a checkpoint", () => {
     const storage = new MemoryCheckpointStorage();
     const output = new CollectedOutput<Counted>();
     // Two "processes", each running one subtask and checkpointing on its own scope.
-    const processes = [0, 1].map((subtaskIndex) => {
-      const job = new Job({
-        jobId: "rescale",
-        parallelism: 2,
-        subtaskIndex,
-        checkpointing: { interval: 50, storage },
-        restartStrategy: { type: "none" },
-      });
-      job
-        .fromSource(
-          new GeneratorSource<Reading>({
-            count: RECORDS,
-            splits: SPLITS,
-            generate: (index) => ({ index, key: `key-${index % KEYS}` }),
-            recordsPerSecond: 5_000,
-          }),
-          { uid: "readings" },
-        )
-        .keyBy((reading) => reading.key)
-        .process(() => new RunningCount(), { uid: "count" })
-        .sinkTo(output.sinkFactory(), { uid: "out" });
-      return job;
-    });
+    const processes = [0, 1].map((subtaskIndex) =>
+      buildJob(2, storage, output, { subtaskIndex, recordsPerSecond: 5_000 }),
+    );
     setTimeout(() => {
       for (const job of processes) job.stop();
     }, 250);
