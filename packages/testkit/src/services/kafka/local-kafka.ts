@@ -203,7 +203,7 @@ class LocalKafkaBroker {
     const logging = brokerLogging(version, this.workDir);
     await writeFile(join(this.workDir, logging.fileName), logging.content);
     await this.choosePorts();
-    const clusterId = randomBytes(16).toString("base64url"); // 22 characters, as KRaft wants
+    const clusterId = newKafkaClusterId();
     const format = await runCommand(
       this.options.java.command,
       this.javaArgs(
@@ -309,5 +309,20 @@ class LocalKafkaBroker {
       start: () => this.start(),
       stop: () => this.stop(),
     };
+  }
+}
+
+/**
+ * A random KRaft cluster id: 16 random bytes in URL-safe base64 (22 characters), as Kafka's
+ * `Uuid.randomUuid()` makes them. Like Kafka, it redraws an id that starts with "-", because the
+ * storage tool's argument parser would read it as an option (this failed a CI run once).
+ *
+ * @example
+ * newKafkaClusterId(); // "q1V7a0cRQ0yJ6qSx3Wm3Jg"
+ */
+export function newKafkaClusterId(random: (size: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const id = random(16).toString("base64url");
+    if (!id.startsWith("-")) return id;
   }
 }
