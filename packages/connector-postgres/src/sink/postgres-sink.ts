@@ -11,7 +11,7 @@ import {
 import type { PoolClient } from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import type { ColumnEncoding } from "../sql/copy-text.js";
-import { copyRows } from "../sql/copy-writer.js";
+import { copyText, encodeCopyText } from "../sql/copy-writer.js";
 import { literal, quote, shortHash, type TableName, tableName } from "../sql/identifiers.js";
 import { isTransient, messageOf, SqlState, sqlState } from "../sql/pg-errors.js";
 import { openPool, type PoolHandle } from "../sql/pool.js";
@@ -64,6 +64,16 @@ interface OpenHandle {
   /** Upsert: the order of rows, so the last record of a key wins. */
   nextSeq: number;
 }
+
+/** One batch ready to send: COPY text for a table write, the records themselves for a custom `write`. */
+type OutgoingBatch =
+  | {
+      readonly kind: "copy";
+      readonly rows: number;
+      readonly columns: readonly string[];
+      readonly text: string[];
+    }
+  | { readonly kind: "records"; readonly rows: number; readonly records: unknown[] };
 
 /** Everything decided once at start: mode, table layout, epoch. */
 interface Setup {
@@ -571,16 +581,18 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   }
 
   /**
-   * Sends the buffered rows. One batch stays in flight while the next is collected, so encoding and
-   * the server's work overlap; memory stays at two batches. A failure surfaces at the next flush or
-   * at the pre-commit, which waits for the last batch.
+   * Sends the buffered rows. One batch stays in flight while the next is collected and encoded, so
+   * encoding and the server's work overlap; memory stays at two batches. A failure surfaces at the
+   * next flush or at the pre-commit, which waits for the last batch.
    */
   private async flush(txn: PostgresTransaction, handle: OpenHandle): Promise<void> {
-    await this.settle(handle);
-    const rows = handle.buffer;
+    const records = handle.buffer;
     handle.buffer = [];
-    if (rows.length === 0) return;
-    const sending = this.send(txn, handle, rows);
+    const batch =
+      records.length === 0 ? undefined : this.encode(this.setupDone ?? (await this.ready()), handle, records);
+    await this.settle(handle);
+    if (batch === undefined) return;
+    const sending = this.send(txn, handle, batch);
     // Observed here so a failure never becomes an unhandled rejection; settle() rethrows it.
     sending.catch(() => undefined);
     handle.inFlight = sending;
@@ -597,20 +609,39 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
   }
 
-  private async send(txn: PostgresTransaction, handle: OpenHandle, rows: unknown[]): Promise<void> {
+  /** COPY text for a table write (upserts numbered, so the last record of a key wins); records as they are for a custom write. */
+  private encode(setup: Setup, handle: OpenHandle, records: unknown[]): OutgoingBatch {
+    const target = setup.target;
+    if (target === undefined) return { kind: "records", rows: records.length, records };
+    const rows = records as unknown[][];
+    if (target.upsert === undefined) {
+      const text = encodeCopyText(rows, target.encodings);
+      return { kind: "copy", rows: rows.length, columns: target.columns, text };
+    }
+    let seq = handle.nextSeq;
+    handle.nextSeq += rows.length;
+    const text = encodeCopyText(
+      rows.map((row) => [seq++, ...row]),
+      ["scalar", ...target.encodings],
+    );
+    return { kind: "copy", rows: rows.length, columns: [SEQ_COLUMN, ...target.columns], text };
+  }
+
+  private async send(txn: PostgresTransaction, handle: OpenHandle, batch: OutgoingBatch): Promise<void> {
     const setup = await this.ready();
     if (setup.mode === "prepared") {
       const client = await this.transactionClient(setup, handle);
+      const target = setup.target;
       try {
-        if (this.options.write !== undefined) await this.options.write(client, rows as IN[]);
-        else await this.copyInto(setup.target!, client, rows as unknown[][], handle, true);
+        if (batch.kind === "records") await this.options.write?.(client, batch.records as IN[]);
+        else if (target !== undefined) {
+          // Upserts go to the scratch table first and are merged at pre-commit.
+          const into = target.upsert === undefined ? target.table : target.scratch!;
+          await copyText(client, into, batch.columns, batch.text);
+        }
       } catch (error) {
         handle.clientError ??= error instanceof Error ? error : new Error(String(error));
-        throw asPermissionError(
-          error,
-          "table",
-          `writing into ${setup.target?.table.sql ?? "the custom write"}`,
-        );
+        throw asPermissionError(error, "table", `writing into ${target?.table.sql ?? "the custom write"}`);
       }
     } else {
       const target = setup.target!;
@@ -625,7 +656,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
           );
           handle.stageCreated = true;
         }
-        await this.copyInto(target, client, rows as unknown[][], handle, false, stage);
+        if (batch.kind === "copy") await copyText(client, stage, batch.columns, batch.text);
       } catch (error) {
         broken = error;
         throw asPermissionError(error, "schema", `staging rows in ${stage.sql}`);
@@ -633,32 +664,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
         client.release(broken === undefined ? undefined : true);
       }
     }
-    txn.rows += rows.length;
-  }
-
-  /** Inserts go straight into the target; upserts first into the scratch/staging table, with their order. */
-  private async copyInto(
-    target: TargetTable,
-    client: PoolClient,
-    rows: unknown[][],
-    handle: OpenHandle,
-    prepared: boolean,
-    stage?: TableName,
-  ): Promise<void> {
-    const into = stage ?? (prepared && target.upsert !== undefined ? target.scratch! : target.table);
-    if (target.upsert === undefined) {
-      await copyRows(client, into, target.columns, target.encodings, rows);
-      return;
-    }
-    let seq = handle.nextSeq;
-    handle.nextSeq += rows.length;
-    await copyRows(
-      client,
-      into,
-      [SEQ_COLUMN, ...target.columns],
-      ["scalar", ...target.encodings],
-      rows.map((row) => [seq++, ...row]),
-    );
+    txn.rows += batch.rows;
   }
 
   /** The connection holding the open prepared-mode transaction, begun on the first row. */
