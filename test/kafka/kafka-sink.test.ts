@@ -1,7 +1,7 @@
 import { KafkaSink, type KafkaSinkOptions, Serializers } from "@onceflow/connector-kafka";
 import { ConfigurationError, TransactionError } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
-import { SinkDriver } from "./helpers/drive-sink.js";
+import { SinkDriver, type SinkState } from "./helpers/drive-sink.js";
 import { createTopic, kafkaBrokers, readAll, sleep, uniqueName } from "./helpers/kafka.js";
 
 function eosSink(
@@ -22,6 +22,15 @@ function eosSink(
 async function abandon(driver: SinkDriver<unknown>): Promise<void> {
   const internals = driver.sink as unknown as { connection?: { disconnect(): Promise<void> } };
   await internals.connection?.disconnect();
+}
+
+/** What a union list state restores into every subtask: the elements of all old subtasks. */
+function unionOf(states: SinkState[]): SinkState {
+  const union: SinkState = new Map();
+  for (const state of states) {
+    for (const [name, elements] of state) union.set(name, [...(union.get(name) ?? []), ...elements]);
+  }
+  return union;
 }
 
 const range = (from: number, to: number, prefix = "r") =>
@@ -145,20 +154,57 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     await second.write(["s1-lingering"]); // open on prefix-1-x when the job stops
     await abandon(first);
     await abandon(second);
-    // An even-split list state restored at parallelism 1 gives subtask 0 every element.
-    const merged = new Map(
-      [...state0].map(([name, entries]) => [name, [...entries, ...(state1.get(name) ?? [])]]),
-    );
     const rescaled = await SinkDriver.start(eosSink(topic, prefix), {
       subtaskIndex: 0,
       parallelism: 1,
-      restored: { checkpointId: 1, state: merged },
+      restored: { checkpointId: 1, state: unionOf([state0, state1]) },
     });
     await rescaled.write(["after"]);
     await rescaled.checkpoint(2);
     await rescaled.complete(2);
     await rescaled.close();
     expect(sortedValues(await readAll(topic, { expected: 3 }))).toEqual(["after", "s0-a", "s1-a"]);
+  });
+
+  it("after a rescale from 3 subtasks to 2 recovering at once: old subtask 2 has one owner, which commits its pending transaction and fences its ids", async () => {
+    const topic = await createTopic(uniqueName("sink-rescale-3-2"), 1);
+    const prefix = uniqueName("rescale32");
+    const old = await Promise.all(
+      [0, 1, 2].map((subtaskIndex) =>
+        SinkDriver.start(eosSink(topic, prefix), { subtaskIndex, parallelism: 3 }),
+      ),
+    );
+    const states: SinkState[] = [];
+    for (const [subtaskIndex, driver] of old.entries()) {
+      await driver.write([`s${subtaskIndex}-a`]);
+      states.push(await driver.checkpoint(1));
+      await driver.write([`s${subtaskIndex}-lingering`]); // open when the job stops
+    }
+    for (const driver of old) await abandon(driver);
+    // Both new subtasks recover concurrently, as in a job; each sees every old element.
+    const rescaled = await Promise.all(
+      [0, 1].map((subtaskIndex) =>
+        SinkDriver.start(eosSink(topic, prefix), {
+          subtaskIndex,
+          parallelism: 2,
+          restored: { checkpointId: 1, state: unionOf(states) },
+        }),
+      ),
+    );
+    for (const [subtaskIndex, driver] of rescaled.entries()) {
+      await driver.write([`after-${subtaskIndex}`]);
+      await driver.checkpoint(2);
+      await driver.complete(2);
+      await driver.close();
+    }
+    // A lingering transaction left unfenced would hold the last stable offset and stall this read.
+    expect(sortedValues(await readAll(topic, { expected: 5, timeoutMs: 30_000 }))).toEqual([
+      "after-0",
+      "after-1",
+      "s0-a",
+      "s1-a",
+      "s2-a",
+    ]);
   });
 
   it("fences a zombie: the old writer can neither write nor commit after a new one recovered", async () => {

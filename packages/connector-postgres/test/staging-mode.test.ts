@@ -1,6 +1,6 @@
 import { PostgresSink, type PostgresSinkOptions } from "@onceflow/connector-postgres";
 import { TransactionError } from "@onceflow/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { noPreparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 import { SinkDriver } from "./helpers/sink-driver.js";
 
@@ -11,16 +11,22 @@ interface Event {
 
 // The machine's server: max_prepared_transactions = 0, which is what staging mode is for.
 const url = noPreparedPostgresUrl();
-const table = uniqueName("pgstage");
-const upsertTable = `${table}_u`;
+// A schema of its own: the staging tables counted below are this file's only, whatever runs beside it.
+const schema = uniqueName("pgstage");
+const table = "events";
+const upsertTable = "events_u";
 
 beforeAll(async () => {
-  await sql(url, `CREATE TABLE ${table} (id bigint NOT NULL, payload text)`);
-  await sql(url, `CREATE TABLE ${upsertTable} (id bigint PRIMARY KEY, payload text, version int NOT NULL)`);
+  await sql(url, `CREATE SCHEMA ${schema}`);
+  await sql(url, `CREATE TABLE ${schema}.${table} (id bigint NOT NULL, payload text)`);
+  await sql(
+    url,
+    `CREATE TABLE ${schema}.${upsertTable} (id bigint PRIMARY KEY, payload text, version int NOT NULL)`,
+  );
 });
 
 afterAll(async () => {
-  await sql(url, `DROP TABLE IF EXISTS ${table}, ${upsertTable}`);
+  await sql(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 });
 
 function sinkFor(sinkId: string, extra: Partial<PostgresSinkOptions<Event>> = {}): PostgresSink<Event> {
@@ -28,6 +34,7 @@ function sinkFor(sinkId: string, extra: Partial<PostgresSinkOptions<Event>> = {}
     connection: url,
     mode: "staging",
     sinkId,
+    schema,
     table,
     columns: ["id", "payload"],
     toRow: (event) => ({ id: event.id, payload: event.payload }),
@@ -46,18 +53,22 @@ function tagged(sinkId: string, from: number, to: number): Event[] {
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, index) => from + index);
 
 async function idsOf(sinkId: string): Promise<number[]> {
-  const rows = await sql<{ id: string }>(url, `SELECT id FROM ${table} WHERE payload LIKE $1 ORDER BY id`, [
-    `${sinkId}:%`,
-  ]);
+  const rows = await sql<{ id: string }>(
+    url,
+    `SELECT id FROM ${schema}.${table} WHERE payload LIKE $1 ORDER BY id`,
+    [`${sinkId}:%`],
+  );
   return rows.map((row) => Number(row.id));
 }
 
 async function stagingTables(): Promise<string[]> {
   const rows = await sql<{ relname: string }>(
     url,
-    "SELECT relname FROM pg_class WHERE relname LIKE 'onceflow_stage_%' AND relkind = 'r'",
+    `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname LIKE 'onceflow_stage_%' AND c.relkind = 'r'`,
+    [schema],
   );
-  return rows.map((row) => row.relname);
+  return rows.map((row) => `${schema}.${row.relname}`);
 }
 
 describe("PostgresSink in staging mode (driven by hand)", () => {
@@ -71,8 +82,11 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     expect(await idsOf(sinkId)).toEqual([]);
     const staged = (await stagingTables()).filter((name) => !before.includes(name));
     expect(staged).toHaveLength(1);
-    // Flushed per batch (batchSize 3): 9 rows are in the staging table before the checkpoint.
-    expect(await sql(url, `SELECT count(*)::int AS n FROM ${staged[0]}`)).toEqual([{ n: 9 }]);
+    // Flushed per batch (batchSize 3): 9 rows are in the staging table before the checkpoint (the
+    // last batch may still be in flight).
+    await vi.waitFor(async () =>
+      expect(await sql(url, `SELECT count(*)::int AS n FROM ${staged[0]}`)).toEqual([{ n: 9 }]),
+    );
     await driver.snapshot(1);
     expect(await idsOf(sinkId)).toEqual([]);
     await driver.complete(1);
@@ -81,7 +95,7 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     expect(
       await sql(
         url,
-        "SELECT checkpoint_id::int, row_count::int FROM onceflow_sink_markers WHERE sink_id = $1",
+        `SELECT checkpoint_id::int, row_count::int FROM ${schema}.onceflow_sink_markers WHERE sink_id = $1`,
         [sinkId],
       ),
     ).toEqual([{ checkpoint_id: 1, row_count: 10 }]);
@@ -98,8 +112,10 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     await first.write(...tagged(sinkId, 5, 9));
     await first.snapshot(2); // never completes
     await first.write(...tagged(sinkId, 9, 12)); // open
-    // The crash: no close, so the open staging table stays too.
-    expect((await stagingTables()).filter((name) => !before.includes(name))).toHaveLength(3);
+    // The crash: no close, so the open staging table stays too (its batch may still be in flight).
+    await vi.waitFor(async () =>
+      expect((await stagingTables()).filter((name) => !before.includes(name))).toHaveLength(3),
+    );
 
     const second = new SinkDriver(sinkFor(sinkId, { name: "second" }));
     // The same process runs both here: let the second take over the sink id as a new process would.
@@ -134,7 +150,9 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     await zombie.start();
     await zombie.write(...tagged(sinkId, 0, 4));
     await zombie.snapshot(1);
-    await sql(url, "UPDATE onceflow_sink_epochs SET epoch = epoch + 1 WHERE sink_id = $1", [sinkId]);
+    await sql(url, `UPDATE ${schema}.onceflow_sink_epochs SET epoch = epoch + 1 WHERE sink_id = $1`, [
+      sinkId,
+    ]);
     const error = await zombie.complete(1).then(
       () => undefined,
       (caught: unknown) => caught,
@@ -147,14 +165,15 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
 
   it("reports dropped staged rows of a completed checkpoint as lost, naming the checkpoint", async () => {
     const sinkId = uniqueName("s");
-    const before = await stagingTables();
-    const driver = new SinkDriver(sinkFor(sinkId, { commitRetry: { maxAttempts: 1 } }));
+    const sink = sinkFor(sinkId, { commitRetry: { maxAttempts: 1 } });
+    const driver = new SinkDriver(sink);
     await driver.start();
     await driver.write(...tagged(sinkId, 0, 4));
     await driver.snapshot(5);
-    for (const name of (await stagingTables()).filter((each) => !before.includes(each))) {
-      await sql(url, `DROP TABLE ${name}`);
-    }
+    // Only this transaction's table: other tests may be staging on this server right now.
+    const staged = sink.pendingTransactions().map((pending) => pending.transaction.stageTable);
+    expect(staged).toHaveLength(1);
+    for (const name of staged) await sql(url, `DROP TABLE ${schema}.${name}`);
     const error = await driver.complete(5).then(
       () => undefined,
       (caught: unknown) => caught,
@@ -172,6 +191,7 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
         connection: url,
         mode: "staging",
         sinkId,
+        schema,
         table: upsertTable,
         columns: ["id", "payload", "version"],
         operation: { type: "upsert", conflictColumns: ["id"] },
@@ -192,7 +212,7 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     await driver.close();
     const result = await sql<{ id: string; version: number }>(
       url,
-      `SELECT id, version FROM ${upsertTable} WHERE payload LIKE $1 ORDER BY id`,
+      `SELECT id, version FROM ${schema}.${upsertTable} WHERE payload LIKE $1 ORDER BY id`,
       [`${sinkId}:%`],
     );
     expect(result.map((row) => [Number(row.id) - base, row.version])).toEqual([

@@ -24,7 +24,7 @@ import { TransactionalIdPool } from "./transactional-id-pool.js";
  * ```ts
  * const pending: KafkaTransaction = { guarantee: "exactly-once", checkpointId: 7, records: 120,
  *   transactionalId: "orders-out-0-2", producerId: "4001", producerEpoch: 12, startedAt: Date.now(),
- *   parallelism: 1, poolSize: 5 };
+ *   poolSize: 5 };
  * ```
  */
 export interface KafkaTransaction {
@@ -38,8 +38,7 @@ export interface KafkaTransaction {
   producerEpoch?: number;
   /** When the broker's transaction began (its first record), ms since the epoch. */
   startedAt?: number;
-  /** The job's parallelism and pool size when it was written, to find every id to fence after a rescale. */
-  parallelism: number;
+  /** The pool size when it was written, to find every id to fence after the pool shrank. */
   poolSize: number;
 }
 
@@ -103,7 +102,6 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private pool: TransactionalIdPool | undefined;
   private readonly openTransactions = new WeakMap<KafkaTransaction, Promise<OpenTransaction>>();
   private readonly recovered = new Set<string>();
-  private restoredParallelism = 0;
   private restoredPoolSize = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private sendFailure: unknown;
@@ -178,7 +176,6 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       guarantee: this.guarantee,
       checkpointId: 0,
       records: 0,
-      parallelism: this.runtimeContext.parallelism,
       poolSize: this.poolSize,
     };
   }
@@ -271,10 +268,10 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     const connection = await this.connect();
     await this.validateTransactionTimeout(context);
     this.pool = new TransactionalIdPool(this.prefix, context.subtaskIndex, this.poolSize);
-    const parallelism = Math.max(this.restoredParallelism, context.parallelism);
     const poolSize = Math.max(this.restoredPoolSize, this.poolSize);
     const ids: string[] = [];
-    for (let subtask = context.subtaskIndex; subtask < parallelism; subtask += context.parallelism) {
+    // The ids of every old subtask whose transactions this one recovered (core gives each old subtask one owner).
+    for (const subtask of this.recoveredSubtaskIndexes()) {
       for (let slot = 0; slot < poolSize; slot++) {
         const id = TransactionalIdPool.idOf(this.prefix, subtask, slot);
         if (this.recovered.has(id)) {
@@ -345,7 +342,6 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   private noteRestored(transaction: KafkaTransaction): void {
-    this.restoredParallelism = Math.max(this.restoredParallelism, transaction.parallelism ?? 0);
     this.restoredPoolSize = Math.max(this.restoredPoolSize, transaction.poolSize ?? 0);
   }
 

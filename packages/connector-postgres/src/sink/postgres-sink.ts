@@ -318,11 +318,34 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     await this.abort(txn);
   }
 
-  /** Rolls back every other prepared transaction / staging table this sink and subtask left behind. */
+  /**
+   * Rolls back every other prepared transaction and drops every staging table that this subtask —
+   * or an old subtask it took over after the parallelism went down — left behind, and fences the
+   * taken-over subtasks' zombies by starting a new epoch for them too.
+   */
   protected override async finishRecoveringTransactions(): Promise<void> {
     const setup = await this.ready();
     const pool = setup.pool.pool;
-    const prefix = `${setup.sinkId}-${setup.subtask}-`;
+    for (const subtask of this.recoveredSubtaskIndexes()) {
+      if (subtask !== setup.subtask) {
+        const client = await pool.connect();
+        try {
+          await setup.control.bumpEpoch(client, setup.sinkId, subtask, this.lockTimeout);
+        } finally {
+          client.release();
+        }
+      }
+      await this.rollBackLeftovers(setup, subtask);
+    }
+    if (this.lastCheckpointId === 0) {
+      // A fresh start begins a new history: its checkpoint ids start again from 1.
+      await setup.control.forgetAfter(pool, setup.sinkId, setup.subtask, undefined);
+    }
+  }
+
+  private async rollBackLeftovers(setup: Setup, subtask: number): Promise<void> {
+    const pool = setup.pool.pool;
+    const prefix = `${setup.sinkId}-${subtask}-`;
     const leftovers = await pool.query<{ gid: string; here: boolean }>(
       `SELECT gid, database = current_database() AS here FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1`,
       [prefix],
@@ -336,22 +359,21 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       );
     }
     if (here.length > 0) {
-      this.logger.info({ gids: here }, "rolling back prepared transactions left by an earlier attempt");
+      this.logger.info(
+        { gids: here, subtask },
+        "rolling back prepared transactions left by an earlier attempt",
+      );
       await this.rollbackPrepared(setup, here);
     }
-    const stagePrefix = stageTablePrefix(setup);
+    const stagePrefix = stageTablePrefix({ sinkId: setup.sinkId, subtask });
     const stages = await pool.query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relkind = 'r' AND left(c.relname, length($2)) = $2`,
       [this.targetSchema(), stagePrefix],
     );
     for (const { name } of stages.rows) {
-      this.logger.info({ table: name }, "dropping a staging table left by an earlier attempt");
+      this.logger.info({ table: name, subtask }, "dropping a staging table left by an earlier attempt");
       await pool.query(`DROP TABLE IF EXISTS ${tableName(this.targetSchema(), name).sql}`);
-    }
-    if (this.lastCheckpointId === 0) {
-      // A fresh start begins a new history: its checkpoint ids start again from 1.
-      await setup.control.forgetAfter(pool, setup.sinkId, setup.subtask, undefined);
     }
   }
 
@@ -744,24 +766,18 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     txn: PostgresTransaction,
     checkpointId: number,
   ) {
+    // The transaction's own subtask: after a rescale, another subtask may be the one committing it.
     try {
-      await setup.control.insertMarker(
-        client,
-        setup.sinkId,
-        setup.subtask,
-        checkpointId,
-        txn.epoch,
-        txn.rows,
-      );
+      await setup.control.insertMarker(client, setup.sinkId, txn.subtask, checkpointId, txn.epoch, txn.rows);
     } catch (error) {
       if (sqlState(error) !== SqlState.uniqueViolation) throw error;
       throw new TransactionError(
         "TRANSACTION_FENCED",
-        `${this.name}: checkpoint ${checkpointId} of sink "${setup.sinkId}" subtask ${setup.subtask} is already committed (its marker exists), by another process or an earlier run that got further than the checkpoint this one restored. Restart so that the job restores the latest checkpoint; if you restored an older checkpoint on purpose, delete the newer markers: DELETE FROM ${setup.control.markers.sql} WHERE sink_id = '${setup.sinkId}' AND checkpoint_id >= ${checkpointId}`,
-        { checkpointId, transactionId: `${setup.sinkId}-${setup.subtask}-${checkpointId}`, cause: error },
+        `${this.name}: checkpoint ${checkpointId} of sink "${setup.sinkId}" subtask ${txn.subtask} is already committed (its marker exists), by another process or an earlier run that got further than the checkpoint this one restored. Restart so that the job restores the latest checkpoint; if you restored an older checkpoint on purpose, delete the newer markers: DELETE FROM ${setup.control.markers.sql} WHERE sink_id = '${setup.sinkId}' AND checkpoint_id >= ${checkpointId}`,
+        { checkpointId, transactionId: `${setup.sinkId}-${txn.subtask}-${checkpointId}`, cause: error },
       );
     }
-    await setup.control.prune(client, setup.sinkId, setup.subtask, checkpointId, this.markerRetention);
+    await setup.control.prune(client, setup.sinkId, txn.subtask, checkpointId, this.markerRetention);
   }
 
   // ---- committing -------------------------------------------------------------------------------

@@ -227,11 +227,11 @@ describe("FileSink recovery", () => {
     expect(harness.metrics.read("onceflow_commit_retries_total")).toBe(0);
   });
 
-  it("deletes this subtask's staging files begun after the restored checkpoint, and only those", async () => {
+  it("deletes the staging files of the subtasks it recovered after the restore, and only those", async () => {
     await mkdir(join(directory, ".staging"), { recursive: true });
     const hex = "0123456789abcdef";
     const leftovers = [
-      `part-1-3-${hex}.staging`, // subtask 1, began after 2: pending at ≤ 3 maybe, keep (3 ≤ 3)
+      `part-1-3-${hex}.staging`, // subtask 1, began after 2 but not restored as pending: delete
       `part-1-4-${hex}.staging`, // subtask 1, began after 3 = the restored one: delete
       `part-1-9-${hex}.staging`, // subtask 1, much later attempt: delete
       `part-0-7-${hex}.staging`, // another live subtask's: keep
@@ -248,13 +248,12 @@ describe("FileSink recovery", () => {
       [
         `other-1-9-${hex}.staging`,
         `part-0-7-${hex}.staging`,
-        `part-1-3-${hex}.staging`,
         `part-5-5-${hex}.staging`,
         "unrelated.txt",
       ].sort(),
     );
     const cleanup = harness.logger.entries.find((entry) => entry.message.startsWith("deleted staging files"));
-    expect(cleanup?.fields.deleted).toHaveLength(3);
+    expect(cleanup?.fields.deleted).toHaveLength(4);
   });
 
   it("deletes this subtask's leftover staging files on a fresh start", async () => {

@@ -88,12 +88,10 @@ const defaultEncoder = (value: unknown): string => `${JSON.stringify(value)}\n`;
  * An empty transaction (no record) creates no staging file and publishes nothing: readers never
  * see empty files.
  *
- * After a restore from checkpoint R, the restored pending transactions are committed and, in
- * `finishRecoveringTransactions`, this subtask's staging files with `n > R` are deleted: they belong
- * to transactions begun after R, which nothing will commit. Staging files with `n ≤ R` are kept,
- * because they may be pending transactions of R that another subtask commits after a rescale. Files
- * of old subtask indexes that no longer exist after scaling in are cleaned by subtask
- * `index % parallelism`. A fresh start (no checkpoint) deletes all of this subtask's staging files.
+ * After a restore, the restored pending transactions are committed and, in
+ * `finishRecoveringTransactions`, every remaining staging file of the subtasks this one recovered
+ * (its own index and, after scaling in, the old indexes `s` with `s % parallelism` equal to it) is
+ * deleted: nothing will ever commit it. A fresh start deletes all of this subtask's staging files.
  *
  * Readers must ignore the `.staging` folder ({@link readCommittedFiles} does). Two sinks or jobs
  * writing to one directory must use different `filePrefix`es.
@@ -237,8 +235,11 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
   }
 
   protected override async finishRecoveringTransactions(): Promise<void> {
-    const restoredCheckpointId = this.lastCheckpointId;
     const { subtaskIndex, parallelism } = this.runtimeContext;
+    const recovered = new Set(this.recoveredSubtaskIndexes());
+    // File names also reveal old subtasks that a checkpoint did not mention (none of their state).
+    const owned = (index: number) =>
+      recovered.has(index) || (index >= parallelism && index % parallelism === subtaskIndex);
     let names: string[];
     try {
       names = await readdir(this.stagingDirectory);
@@ -249,18 +250,16 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
     const deleted: string[] = [];
     for (const name of names) {
       const parsed = this.parseStagingName(name);
-      if (parsed === undefined) continue;
-      const owned =
-        parsed.subtaskIndex === subtaskIndex ||
-        (parsed.subtaskIndex >= parallelism && parsed.subtaskIndex % parallelism === subtaskIndex);
-      if (!owned || parsed.beganAfterPlusOne <= restoredCheckpointId) continue;
+      // Restored pending transactions are committed by now: what is left was never pre-committed
+      // (begun after the restored checkpoint) or belongs to a checkpoint that never completed.
+      if (parsed === undefined || !owned(parsed.subtaskIndex)) continue;
       await unlinkIfExists(join(this.stagingDirectory, name));
       deleted.push(name);
     }
     if (deleted.length > 0) {
       this.logger.info(
-        { restoredCheckpointId, deleted },
-        "deleted staging files of transactions begun after the restored checkpoint",
+        { restoredCheckpointId: this.lastCheckpointId, deleted },
+        "deleted staging files that no checkpoint will commit",
       );
     }
   }

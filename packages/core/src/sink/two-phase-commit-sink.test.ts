@@ -534,14 +534,65 @@ describe("TwoPhaseCommitSink rescale", () => {
     });
   }
 
-  it("deals the transactions out evenly as one state element each", async () => {
+  it("gives every old subtask's transactions to new subtask old % parallelism, which also cleans up after it", async () => {
     const journal = new SinkJournal();
-    const old = await twoSubtasksAtCheckpoint2(journal);
+    const old: HarnessCheckpoint[] = [];
+    // Three subtasks, each with one pending transaction (checkpoint 1) and one open one.
+    for (const subtaskIndex of [0, 1, 2]) {
+      const { harness } = setUp({}, journal, { subtaskIndex, parallelism: 3 });
+      await harness.initialize();
+      await harness.write(`s${subtaskIndex}`);
+      old.push(await harness.snapshot(1));
+      await harness.write(`s${subtaskIndex}-open`);
+    }
+    // Union state: both new subtasks see all six elements and keep their own.
     const states = redistributeOperatorState(
       old.map((checkpoint) => checkpoint.state),
-      3,
+      2,
     );
-    expect(states.map((state) => state["pending-transactions"]?.elements.length)).toEqual([2, 2, 2]);
+    expect(states.map((state) => state["pending-transactions"]?.elements.length)).toEqual([6, 6]);
+    const cleanedUpAfter: number[][] = [];
+    class Owner extends RecordingSink {
+      protected override finishRecoveringTransactions(): void {
+        cleanedUpAfter.push([...this.recoveredSubtaskIndexes()]);
+      }
+    }
+    const recoveredBy: string[][] = [];
+    for (const [subtaskIndex, state] of states.entries()) {
+      const before = journal.calls.length;
+      const sink = new Owner(journal, { commitRetry: fastRetry });
+      await new SinkTestHarness(sink, { subtaskIndex, parallelism: 2 }).initialize({
+        checkpointId: 1,
+        state,
+      });
+      recoveredBy.push(journal.calls.slice(before).filter((call) => call.startsWith("recover")));
+    }
+    // Old subtask 0 wrote t1 (pending) and t2 (open), subtask 1 t3/t4, subtask 2 t5/t6.
+    expect(recoveredBy).toEqual([
+      ["recoverAndCommit t1", "recoverAndCommit t5", "recoverAndAbort t2", "recoverAndAbort t6"],
+      ["recoverAndCommit t3", "recoverAndAbort t4"],
+    ]);
+    expect(cleanedUpAfter).toEqual([[0, 2], [1]]);
+    expect([...journal.committed].sort()).toEqual(["s0", "s1", "s2"]);
+  });
+
+  it("recovers only its own subtask index on a fresh start and after scaling up", async () => {
+    const journal = new SinkJournal();
+    const seen: number[][] = [];
+    class Owner extends RecordingSink {
+      protected override finishRecoveringTransactions(): void {
+        seen.push([...this.recoveredSubtaskIndexes()]);
+      }
+    }
+    const harness = new SinkTestHarness(new Owner(journal), { subtaskIndex: 1, parallelism: 2 });
+    await harness.initialize();
+    const checkpoint = await harness.snapshot(1);
+    const [, , third] = redistributeOperatorState([{}, checkpoint.state], 3);
+    await new SinkTestHarness(new Owner(journal), { subtaskIndex: 2, parallelism: 3 }).initialize({
+      checkpointId: 1,
+      state: third ?? {},
+    });
+    expect(seen).toEqual([[1], [2]]);
   });
 });
 

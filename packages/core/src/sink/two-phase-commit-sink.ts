@@ -108,8 +108,9 @@ export interface PendingTransaction<TXN> {
 }
 
 /**
- * One element of the sink's checkpointed state. One element per transaction (rather than one per
- * subtask) so that an even-split rescale deals transactions out one by one.
+ * One element of the sink's checkpointed state: one per transaction, tagged with the subtask that
+ * wrote it. The state is a union list state, so after a rescale every subtask sees every element
+ * and keeps those of the old subtasks it owns (see {@link ownsOldSubtask}).
  */
 interface TransactionStateEntry {
   /** `pending`: pre-committed under `checkpointId`. `open`: began after `checkpointId`, never pre-committed. */
@@ -117,6 +118,20 @@ interface TransactionStateEntry {
   readonly checkpointId: number;
   readonly transaction: Buffer;
   readonly startedAt: number;
+  /** The subtask that wrote the element, and the parallelism it ran at. */
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+}
+
+/**
+ * After a rescale, old subtask `old` is recovered by new subtask `old % parallelism`: the same
+ * owner for its pending transactions (committed), its open ones (aborted) and whatever else it left
+ * behind (fenced or rolled back by `finishRecoveringTransactions`). One owner for all three matters:
+ * were the pending transactions dealt out to other subtasks, the owner could fence or roll back a
+ * transaction before another subtask had committed it.
+ */
+function ownsOldSubtask(subtaskIndex: number, parallelism: number, oldSubtaskIndex: number): boolean {
+  return oldSubtaskIndex % parallelism === subtaskIndex;
 }
 
 /** A transaction with its serialized handle (pending handles never change, so they are serialized once). */
@@ -153,8 +168,9 @@ const retryDefaults = { maxAttempts: 5, initialDelay: 100, maxDelay: 10_000, mul
  *
  * 1. `snapshotState(N)`: pre-commit the open transaction, file it as pending under N, begin the
  *    next one, and store pending and open transactions in the operator state
- *    (an even-split list state named `pending-transactions`, one element per transaction, so a
- *    rescale deals transactions out and each subtask recovers what it receives).
+ *    (a union list state named `pending-transactions`, one element per transaction tagged with its
+ *    subtask). After a rescale from P to Q subtasks, new subtask `i` recovers the transactions of
+ *    every old subtask `s` with `s % Q === i` — see {@link TwoPhaseCommitSink.recoveredSubtaskIndexes}.
  * 2. `notifyCheckpointComplete(N)`: commit every pending transaction with id ≤ N in ascending order,
  *    retrying with exponential backoff. A commit that never succeeds throws a `TransactionError`
  *    (`COMMIT_FAILED`) and the transaction stays pending: it is in every later checkpoint and is
@@ -200,6 +216,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private pending: TransactionHolder<TXN>[] = [];
   private current: TransactionHolder<TXN> | undefined;
   private latestCheckpointId = 0;
+  private recoveredSubtasks: readonly number[] = [];
   private commitRetries: Counter | undefined;
   private closed = false;
 
@@ -322,6 +339,23 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     return this.latestCheckpointId;
   }
 
+  /**
+   * The subtask indexes of the previous run whose transactions this subtask recovered: its own
+   * and, after the parallelism went down from P to Q, every old `s < P` with `s % Q` equal to this
+   * subtask's index. `finishRecoveringTransactions` cleans up after all of them (fence their
+   * transactional ids, roll back their prepared transactions, delete their staging files), since no
+   * other subtask will. A fresh start recovers only its own index.
+   *
+   * @example
+   * ```ts
+   * // restored from parallelism 5 at parallelism 2, in subtask 1:
+   * this.recoveredSubtaskIndexes(); // [1, 3]
+   * ```
+   */
+  protected recoveredSubtaskIndexes(): readonly number[] {
+    return this.recoveredSubtasks;
+  }
+
   // ---- introspection --------------------------------------------------------------------------
 
   /**
@@ -384,10 +418,19 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const restoredCheckpointId = context.isRestored() ? (context.getRestoredCheckpointId() ?? 0) : 0;
     this.latestCheckpointId = restoredCheckpointId;
     this.bindContext(context);
-    const state = context.getOperatorStateStore().getListState<TransactionStateEntry>({ name: stateName });
+    const state = context
+      .getOperatorStateStore()
+      .getUnionListState<TransactionStateEntry>({ name: stateName });
     this.state = state;
+    const { subtaskIndex, parallelism } = context;
+    this.recoveredSubtasks = [subtaskIndex];
     if (context.isRestored()) {
-      const entries = state.get();
+      const all = state.get();
+      const oldParallelism = Math.max(parallelism, ...all.map((entry) => entry.parallelism));
+      const recovered: number[] = [];
+      for (let old = subtaskIndex; old < oldParallelism; old += parallelism) recovered.push(old);
+      this.recoveredSubtasks = recovered;
+      const entries = all.filter((entry) => ownsOldSubtask(subtaskIndex, parallelism, entry.subtaskIndex));
       const pending = entries
         .filter((entry) => entry.kind === "pending")
         .map((entry) => this.restoreHolder(entry))
@@ -496,11 +539,16 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     );
     await this.beginNext();
     const open = this.current as TransactionHolder<TXN> | undefined;
+    const writer = {
+      subtaskIndex: this.runtimeContext.subtaskIndex,
+      parallelism: this.runtimeContext.parallelism,
+    };
     const entries: TransactionStateEntry[] = this.pending.map((each) => ({
       kind: "pending",
       checkpointId: each.checkpointId,
       transaction: each.bytes ?? this.serialize(each, checkpointId),
       startedAt: each.startedAt,
+      ...writer,
     }));
     if (open !== undefined) {
       entries.push({
@@ -508,6 +556,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
         checkpointId,
         transaction: this.serialize(open, checkpointId),
         startedAt: open.startedAt,
+        ...writer,
       });
     }
     state.update(entries);
