@@ -3,8 +3,10 @@
  *   (a) plain COPY in batches of BATCH rows, no guarantees
  *   (b) PostgresSink, exactly-once, prepared mode, checkpoints every second
  *   (c) PostgresSink, exactly-once, staging mode, checkpoints every second
+ *   (d) the same as (c) with backgroundCommits: the move of checkpoint N overlaps writing N + 1
+ * Each round runs all four on fresh tables; the medians over the rounds are reported.
  *
- *   ONCEFLOW_POSTGRES_URL=postgresql://postgres@127.0.0.1:55432/postgres npx tsx bench/postgres/bench.ts [rows]
+ *   ONCEFLOW_POSTGRES_URL=postgresql://postgres@127.0.0.1:55432/postgres npx tsx bench/postgres/bench.ts [rows] [rounds]
  */
 
 import { Readable } from "node:stream";
@@ -17,6 +19,7 @@ import { from as copyFrom } from "pg-copy-streams";
 const url = process.env.ONCEFLOW_POSTGRES_URL;
 if (!url) throw new Error("set ONCEFLOW_POSTGRES_URL to a PostgreSQL with max_prepared_transactions > 0");
 const ROWS = Number(process.argv[2] ?? 1_000_000);
+const ROUNDS = Number(process.argv[3] ?? 3);
 const BATCH = 5000;
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const PAYLOAD = "x".repeat(100);
@@ -72,9 +75,9 @@ async function plainCopy(table: string): Promise<number> {
   return seconds;
 }
 
-async function sinkJob(table: string, mode: PostgresSinkMode): Promise<number> {
+async function sinkJob(table: string, mode: PostgresSinkMode, backgroundCommits = false): Promise<number> {
   const job = new Job({
-    jobId: `bench-${mode}-${tag}`.replace(/_/g, "-"),
+    jobId: `bench-${table}`.replace(/_/g, "-"),
     parallelism: 1,
     checkpointing: { interval: 1000, storage: "memory" },
     restartStrategy: { type: "none" },
@@ -89,39 +92,56 @@ async function sinkJob(table: string, mode: PostgresSinkMode): Promise<number> {
         columns: ["id", "key", "payload"],
         toRow: (row) => [row.id, row.key, row.payload],
         batchSize: BATCH,
+        backgroundCommits,
       }),
       { uid: "out" },
     );
   const started = performance.now();
-  const result = await job.execute();
-  const seconds = (performance.now() - started) / 1000;
-  process.stderr.write(`  ${mode}: ${result.lastCheckpointId} checkpoints\n`);
-  return seconds;
+  await job.execute();
+  return (performance.now() - started) / 1000;
 }
 
-const tables = { a: `bench_copy_${tag}`, b: `bench_prepared_${tag}`, c: `bench_staging_${tag}` };
-for (const name of Object.values(tables)) await createTable(name);
+const runs: Array<{ name: string; run: (table: string) => Promise<number> }> = [
+  { name: "(a) plain COPY, batches of 5000", run: plainCopy },
+  { name: "(b) PostgresSink prepared, exactly-once", run: (table) => sinkJob(table, "prepared") },
+  { name: "(c) PostgresSink staging, exactly-once", run: (table) => sinkJob(table, "staging") },
+  {
+    name: "(d) staging with backgroundCommits",
+    run: (table) => sinkJob(table, "staging", true),
+  },
+];
+const seconds: number[][] = runs.map(() => []);
+const created: string[] = [];
+const median = (values: number[]) =>
+  [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] ?? Number.NaN;
 try {
-  const results: Array<[string, number]> = [];
-  results.push(["(a) plain COPY, batches of 5000", await plainCopy(tables.a)]);
-  results.push(["(b) PostgresSink prepared, exactly-once", await sinkJob(tables.b, "prepared")]);
-  results.push(["(c) PostgresSink staging, exactly-once", await sinkJob(tables.c, "staging")]);
-  for (const name of Object.values(tables)) {
-    const n = await count(name);
-    if (n !== ROWS) throw new Error(`${name} has ${n} rows, expected ${ROWS}`);
+  for (let round = 1; round <= ROUNDS; round++) {
+    const line: string[] = [];
+    for (const [index, { run }] of runs.entries()) {
+      const table = `bench_${"abcd"[index]}_${round}_${tag}`;
+      created.push(table);
+      await createTable(table);
+      const took = await run(table);
+      const n = await count(table);
+      if (n !== ROWS) throw new Error(`${table} has ${n} rows, expected ${ROWS}`);
+      await withClient((c) => c.query(`DROP TABLE ${table}`));
+      seconds[index]?.push(took);
+      line.push(`${"abcd"[index]} ${Math.round(ROWS / took).toLocaleString("en-US")}`);
+    }
+    process.stderr.write(`round ${round}: ${line.join(", ")} rows/s\n`);
   }
-  const base = ROWS / (results[0]?.[1] ?? 1);
-  console.log(`rows: ${ROWS}, batch: ${BATCH}, checkpoint interval: 1000 ms`);
+  const base = ROWS / median(seconds[0] ?? []);
+  console.log(`rows: ${ROWS}, batch: ${BATCH}, checkpoint interval: 1000 ms, medians of ${ROUNDS} rounds`);
   console.log("| run | seconds | rows/s | ratio to (a) |");
   console.log("|---|---|---|---|");
-  for (const [name, seconds] of results) {
-    const rate = ROWS / seconds;
+  for (const [index, { name }] of runs.entries()) {
+    const rate = ROWS / median(seconds[index] ?? []);
     console.log(
-      `| ${name} | ${seconds.toFixed(2)} | ${Math.round(rate).toLocaleString("en-US")} | ${(rate / base).toFixed(2)} |`,
+      `| ${name} | ${median(seconds[index] ?? []).toFixed(2)} | ${Math.round(rate).toLocaleString("en-US")} | ${(rate / base).toFixed(2)} |`,
     );
   }
 } finally {
   await withClient(async (c) => {
-    for (const name of Object.values(tables)) await c.query(`DROP TABLE IF EXISTS ${name}`);
+    for (const name of created) await c.query(`DROP TABLE IF EXISTS ${name}`);
   });
 }

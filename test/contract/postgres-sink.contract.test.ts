@@ -13,11 +13,11 @@ interface Row {
   readonly payload: string;
 }
 
-function contract(mode: "prepared" | "staging"): TwoPhaseCommitSinkContract<Row> {
+function contract(mode: "prepared" | "staging", backgroundCommits = false): TwoPhaseCommitSinkContract<Row> {
   const pools = new WeakMap<object, KillablePool>();
   const cleanup = new Map<string, KillablePool[]>();
   return {
-    name: `PostgresSink (${mode})`,
+    name: `PostgresSink (${mode}${backgroundCommits ? ", backgroundCommits" : ""})`,
     setup: async (scope) => {
       await sql(postgresUrl(), `CREATE TABLE ${scope.id} (id bigint NOT NULL, payload text NOT NULL)`);
     },
@@ -39,6 +39,7 @@ function contract(mode: "prepared" | "staging"): TwoPhaseCommitSinkContract<Row>
         // Small batches: rows reach the server inside the transaction before the barrier.
         batchSize: 3,
         commitRetry: { initialDelay: 20, maxDelay: 500 },
+        backgroundCommits,
       });
       pools.set(sink, pool);
       return sink as unknown as TwoPhaseCommitSink<Row, unknown>;
@@ -59,3 +60,4 @@ function contract(mode: "prepared" | "staging"): TwoPhaseCommitSinkContract<Row>
 
 describeTwoPhaseCommitSink(contract("prepared"));
 describeTwoPhaseCommitSink(contract("staging"));
+describeTwoPhaseCommitSink(contract("staging", true));

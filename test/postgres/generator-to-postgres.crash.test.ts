@@ -51,7 +51,8 @@ async function crashThenRerun(
   phase: (typeof phases)[number],
   source: Record<string, string>,
 ): Promise<void> {
-  const name = `${Object.keys(source).length > 0 ? "k" : ""}crash_${mode}_${phase.replace(/-/g, "_")}_${tag}`;
+  const variant = `${source.SOURCE === "kafka" ? "k" : ""}${source.BACKGROUND_COMMITS === "1" ? "bg" : ""}`;
+  const name = `${variant}crash_${mode}_${phase.replace(/-/g, "_")}_${tag}`;
   const table = name;
   const jobId = name.replace(/_/g, "-");
   tables.push({ url, table });
@@ -100,6 +101,13 @@ describe.each(modes)("generator → PostgresSink ($mode mode) killed with SIGKIL
 
   it.each(phases)("at %s, then rerun: every input exactly once, nothing left prepared or staged", (phase) =>
     crashThenRerun(mode, url, phase, {}),
+  );
+});
+
+describe("generator → PostgresSink (staging mode, backgroundCommits) killed with SIGKILL", () => {
+  // The commit of checkpoint N runs while N + 1 is written: a kill in it must still recover N.
+  it.each(phases)("at %s, then rerun: every input exactly once, nothing left staged", (phase) =>
+    crashThenRerun("staging", stagingUrl, phase, { BACKGROUND_COMMITS: "1" }),
   );
 });
 

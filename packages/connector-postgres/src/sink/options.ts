@@ -71,6 +71,12 @@ export interface PostgresSinkCommonOptions extends PostgresConnectionOptions {
   readonly markerRetention?: number;
   /** Retries of `COMMIT PREPARED` / the staging move (core's defaults: 5 attempts, 100 ms doubling to 10 s). */
   readonly commitRetry?: CommitRetryOptions;
+  /**
+   * Commit each checkpoint in the background while records keep flowing (core's
+   * `backgroundCommits`, default `false`). Worth it in staging mode, whose commit rewrites the
+   * checkpoint's rows into the target; exactly-once is the same either way.
+   */
+  readonly backgroundCommits?: boolean;
 }
 
 /**

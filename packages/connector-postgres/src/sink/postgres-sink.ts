@@ -184,7 +184,12 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   private released = false;
 
   constructor(options: PostgresSinkOptions<IN>) {
-    super({ name: options.name ?? "PostgresSink", transactionSerializer, commitRetry: options.commitRetry });
+    super({
+      name: options.name ?? "PostgresSink",
+      transactionSerializer,
+      commitRetry: options.commitRetry,
+      backgroundCommits: options.backgroundCommits ?? false,
+    });
     this.options = options;
     this.requestedMode = options.mode ?? "auto";
     if (!["prepared", "staging", "auto"].includes(this.requestedMode)) {

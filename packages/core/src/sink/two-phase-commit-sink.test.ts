@@ -688,3 +688,130 @@ describe("TwoPhaseCommitSink options", () => {
     ).not.toThrow();
   });
 });
+
+describe("TwoPhaseCommitSink with backgroundCommits", () => {
+  /** A RecordingSink whose commits wait until the test opens the gate. */
+  class GatedSink extends RecordingSink {
+    private gate: { promise: Promise<void>; open: () => void } = GatedSink.newGate();
+    static newGate() {
+      let open = () => {};
+      const promise = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      return { promise, open };
+    }
+    private released = false;
+    /** Lets the commit waiting now through. */
+    openGate(): void {
+      this.gate.open();
+      this.gate = GatedSink.newGate();
+    }
+    /** Lets every commit through from now on. */
+    release(): void {
+      this.released = true;
+      this.gate.open();
+    }
+    protected override async commit(transaction: RecordedTransaction): Promise<void> {
+      this.journal.calls.push(`commit-start ${transaction.id}`);
+      if (!this.released) await this.gate.promise;
+      super.commit(transaction);
+    }
+  }
+
+  function gated(journal = new SinkJournal()) {
+    const sink = new GatedSink(journal, { commitRetry: fastRetry, backgroundCommits: true });
+    return { journal, sink, harness: new SinkTestHarness(sink) };
+  }
+
+  it("returns from the notification while the commit runs; the transaction stays pending in checkpoints taken meanwhile", async () => {
+    const { journal, sink, harness } = gated();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.checkpoint(1); // snapshot + notification, which returns with the commit still running
+    expect(journal.callsOf("commit-start")).toEqual(["commit-start t1"]);
+    expect(journal.committed).toEqual([]);
+    await harness.write("b"); // records keep flowing into the next transaction
+    const second = await harness.snapshot(2);
+    expect(sink.pendingCheckpointIds()).toEqual([1, 2]);
+    sink.openGate();
+    await sink.awaitBackgroundCommit();
+    expect(journal.committed).toEqual(["a"]);
+    expect(sink.pendingCheckpointIds()).toEqual([2]);
+    // A crash now: checkpoint 2 still holds t1, whose commit is simply repeated (idempotent).
+    const restarted = new SinkTestHarness(new RecordingSink(journal, { commitRetry: fastRetry }));
+    await restarted.initialize(second);
+    expect(journal.callsOf("recoverAndCommit")).toEqual(["recoverAndCommit t1", "recoverAndCommit t2"]);
+    expect(journal.committed).toEqual(["a", "b"]);
+  });
+
+  it("runs one commit at a time, in order: the next notification waits for the previous commit", async () => {
+    const { journal, sink, harness } = gated();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.checkpoint(1);
+    await harness.write("b");
+    await harness.snapshot(2);
+    let secondReturned = false;
+    const second = harness.notifyComplete(2).then(() => {
+      secondReturned = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(secondReturned).toBe(false);
+    expect(journal.callsOf("commit-start")).toEqual(["commit-start t1"]);
+    sink.openGate();
+    await second;
+    expect(journal.callsOf("commit-start")).toEqual(["commit-start t1", "commit-start t2"]);
+    sink.openGate();
+    await sink.awaitBackgroundCommit();
+    expect(journal.committed).toEqual(["a", "b"]);
+  });
+
+  it("fails the job at the next call when a background commit fails for good, keeping the transaction pending", async () => {
+    const { journal, sink, harness } = gated();
+    await harness.initialize();
+    await harness.write("a");
+    journal.failCommit("t1", Number.POSITIVE_INFINITY);
+    await harness.checkpoint(1);
+    sink.release();
+    await expect(sink.awaitBackgroundCommit()).rejects.toMatchObject({ code: "COMMIT_FAILED" });
+    await expect(harness.write("b")).rejects.toMatchObject({ code: "COMMIT_FAILED" });
+    await expect(harness.snapshot(2)).rejects.toMatchObject({ code: "COMMIT_FAILED" });
+    expect(sink.pendingCheckpointIds()).toEqual([1]);
+    expect(harness.logger.entries.some((entry) => entry.message.startsWith("background commit failed"))).toBe(
+      true,
+    );
+  });
+
+  it("commits inline after finish(), so a bounded job ends with its output committed", async () => {
+    const { journal, sink, harness } = gated();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.snapshot(1);
+    await sink.finish();
+    let returned = false;
+    const final = harness.notifyComplete(1).then(() => {
+      returned = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(returned).toBe(false);
+    sink.openGate();
+    await final;
+    expect(journal.committed).toEqual(["a"]);
+  });
+
+  it("close() waits for a commit still running", async () => {
+    const { journal, sink, harness } = gated();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.checkpoint(1);
+    let closed = false;
+    const closing = harness.close().then(() => {
+      closed = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(closed).toBe(false);
+    sink.openGate();
+    await closing;
+    expect(journal.committed).toEqual(["a"]);
+  });
+});

@@ -89,6 +89,18 @@ export interface TwoPhaseCommitSinkOptions<TXN> {
    */
   readonly ignoreFailuresAfterTransactionTimeout?: boolean;
   readonly commitRetry?: CommitRetryOptions;
+  /**
+   * Commit in the background (default `false`): `notifyCheckpointComplete` starts the commits and
+   * returns, so records keep flowing while a slow commit (a large move, a remote call) runs.
+   * Exactly-once is unchanged: a transaction stays pending — in every checkpoint taken meanwhile —
+   * until its commit has finished, so a crash at any moment recovers it. One commit runs at a time,
+   * in checkpoint order; the next notification waits for the previous one, which bounds the backlog.
+   * A commit that fails for good fails the job at the sink's next call. After `finish()` (end of
+   * input) commits run inline again, so a bounded job ends only once its output is committed, and
+   * `close()` waits for a commit still running. `commit` must then tolerate running while
+   * `invoke`/`preCommit` work on the next transaction.
+   */
+  readonly backgroundCommits?: boolean;
 }
 
 /**
@@ -209,6 +221,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private readonly transactionTimeoutWarningRatio: number;
   private readonly ignoreFailuresAfterTransactionTimeout: boolean;
   private readonly commitRetry: Required<CommitRetryOptions>;
+  private readonly backgroundCommits: boolean;
 
   private context: RuntimeContext | undefined;
   private log: Logger = silentLogger;
@@ -219,6 +232,10 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private recoveredSubtasks: readonly number[] = [];
   private commitRetries: Counter | undefined;
   private closed = false;
+  /** Background commits: the one running (never rejects), its failure, and whether input ended. */
+  private committing: Promise<void> | undefined;
+  private commitFailure: unknown;
+  private finishing = false;
 
   constructor(options: TwoPhaseCommitSinkOptions<TXN> = {}) {
     this.name = options.name ?? new.target.name;
@@ -247,6 +264,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       );
     }
     this.commitRetry = validateCommitRetry(options.commitRetry ?? {});
+    this.backgroundCommits = options.backgroundCommits ?? false;
   }
 
   // ---- what an author implements ------------------------------------------------------------
@@ -412,6 +430,11 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   async initializeState(context: FunctionInitializationContext): Promise<void> {
     // The runtime may reuse one instance for the next attempt: nothing of the failed one may leak in
     // (its pending transactions belong to checkpoints that the restored state knows, or that failed).
+    // A commit of the failed attempt may still run in the background: let it end first.
+    await this.committing;
+    this.committing = undefined;
+    this.commitFailure = undefined;
+    this.finishing = false;
     this.pending = [];
     this.current = undefined;
     this.closed = false;
@@ -489,6 +512,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   write(value: IN, context: SinkContext): Promise<void> | void {
+    this.throwIfCommitFailed();
     return this.invoke(this.requireCurrent("write").transaction, value, context);
   }
 
@@ -502,6 +526,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   writeBatch(values: readonly IN[], context: SinkContext): Promise<void> | void {
+    this.throwIfCommitFailed();
     const transaction = this.requireCurrent("writeBatch").transaction;
     if (this.invokeBatch !== undefined) return this.invokeBatch(transaction, values, context);
     for (let index = 0; index < values.length; index++) {
@@ -523,6 +548,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const state = this.state;
     if (state === undefined) throw this.notInitialized("snapshotState");
     const { checkpointId } = context;
+    this.throwIfCommitFailed();
     const holder = this.requireCurrent("snapshotState", checkpointId);
     this.warnIfNearTimeout(holder, checkpointId, "pre-commit");
     await this.preCommit(holder.transaction, context);
@@ -571,7 +597,39 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    await this.commitUpTo(checkpointId, false);
+    // One commit at a time, in order: also what keeps the background backlog at one.
+    await this.awaitBackgroundCommit();
+    if (!this.backgroundCommits || this.finishing) {
+      await this.commitUpTo(checkpointId, false);
+      return;
+    }
+    const running = this.commitUpTo(checkpointId, false).catch((error: unknown) => {
+      // Surfaces at the next write, snapshot or notification; the transaction stays pending.
+      this.commitFailure ??= error;
+      this.log.error(
+        { err: error, checkpointId, pendingCheckpointIds: this.pendingCheckpointIds() },
+        "background commit failed; the job fails at the sink's next call and the transaction stays pending in every checkpoint until a restart commits it",
+      );
+    });
+    this.committing = running;
+    void running.finally(() => {
+      if (this.committing === running) this.committing = undefined;
+    });
+  }
+
+  /**
+   * Resolves once the commit running in the background (with `backgroundCommits`) has finished, and
+   * rejects with its failure. Resolves at once when none runs.
+   *
+   * @example
+   * ```ts
+   * await sink.notifyCheckpointComplete(7);
+   * await sink.awaitBackgroundCommit(); // checkpoint 7's output is visible now
+   * ```
+   */
+  async awaitBackgroundCommit(): Promise<void> {
+    await this.committing;
+    this.throwIfCommitFailed();
   }
 
   /**
@@ -591,18 +649,22 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   }
 
   /**
-   * Nothing special: the final checkpoint that follows pre-commits and commits the last transaction.
+   * End of input: the final checkpoint that follows pre-commits and commits the last transaction,
+   * inline also with `backgroundCommits`, so the job ends only once its output is committed.
    *
    * @example
    * ```ts
    * await sink.finish();
    * ```
    */
-  finish(): void {}
+  async finish(): Promise<void> {
+    this.finishing = true;
+    await this.awaitBackgroundCommit();
+  }
 
   /**
-   * Aborts the open transaction; abort errors are logged, not thrown. Pending transactions are left
-   * to their checkpoint.
+   * Waits for a background commit still running, then aborts the open transaction; abort errors
+   * are logged, not thrown. Pending transactions are left to their checkpoint.
    *
    * @example
    * ```ts
@@ -612,6 +674,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A commit still running ends first (a failure was logged by commitWithRetry and stays pending).
+    await this.committing;
     const holder = this.current;
     this.current = undefined;
     if (holder === undefined) return;
@@ -630,6 +694,10 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   }
 
   // ---- internals --------------------------------------------------------------------------------
+
+  private throwIfCommitFailed(): void {
+    if (this.commitFailure !== undefined) throw this.commitFailure;
+  }
 
   private bindContext(context: RuntimeContext): void {
     this.context = context;

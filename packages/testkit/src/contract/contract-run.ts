@@ -118,6 +118,9 @@ export class ContractSubtask<IN> {
 
   async notifyComplete(checkpointId: number): Promise<void> {
     await this.requireHarness().notifyComplete(checkpointId);
+    // With backgroundCommits the notification returns before the commit ends: the cases check the
+    // output after the commit, and its failure surfaces here as an inline one would.
+    await this.sink?.awaitBackgroundCommit();
   }
 
   async notifyAborted(checkpointId: number): Promise<void> {
