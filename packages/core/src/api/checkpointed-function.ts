@@ -58,6 +58,11 @@ export interface FunctionSnapshotContext {
   readonly checkpointId: number;
   /** Milliseconds since the epoch when the checkpoint was triggered. */
   readonly checkpointTimestamp: number;
+  /**
+   * The job's last checkpoint (end of input, or a stop): nothing runs after its completion but
+   * the notification and `close()`. Absent means `false`.
+   */
+  readonly isFinal?: boolean;
 }
 
 /**

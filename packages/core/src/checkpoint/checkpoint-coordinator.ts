@@ -155,7 +155,9 @@ export class CheckpointCoordinator {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
     const states = await Promise.all(
-      subtasks.map((subtask) => subtask.triggerCheckpoint(checkpointId, triggeredAt, parallelism)),
+      subtasks.map((subtask) =>
+        subtask.triggerCheckpoint({ checkpointId, checkpointTimestamp: triggeredAt, isFinal }, parallelism),
+      ),
     );
     const subtaskStates = new Map<number, Buffer>();
     for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);

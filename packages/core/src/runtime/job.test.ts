@@ -3,6 +3,7 @@ import type {
   CheckpointedFunction,
   CheckpointListener,
   FunctionInitializationContext,
+  FunctionSnapshotContext,
 } from "../api/checkpointed-function.js";
 import type {
   Collector,
@@ -134,4 +135,40 @@ describe("Job", () => {
     expect(published).toHaveLength(50_000);
     expect(new Set(published).size).toBe(50_000);
   });
+});
+
+describe("Job final checkpoint", () => {
+  /** Remembers whether each snapshot it took was the final one. */
+  class FinalFlagSink implements Sink<number>, CheckpointedFunction {
+    readonly flags: Array<boolean | undefined> = [];
+    initializeState(context: FunctionInitializationContext): void {
+      context.getOperatorStateStore().getListState({ name: "nothing" });
+    }
+    write(): void {}
+    snapshotState(context: FunctionSnapshotContext): void {
+      this.flags.push(context.isFinal);
+    }
+  }
+
+  for (const ending of ["end-of-input", "stop"] as const) {
+    it(`marks only the last snapshot as final (${ending})`, async () => {
+      const sink = new FinalFlagSink();
+      const job = new Job({
+        jobId: `final-${ending}`,
+        checkpointing: { interval: 20, storage: "memory" },
+        restartStrategy: { type: "none" },
+      });
+      const source =
+        ending === "stop"
+          ? new GeneratorSource({ generate: (index) => index, recordsPerSecond: 2000 })
+          : new GeneratorSource({ count: 200, generate: (index) => index, recordsPerSecond: 2000 });
+      job.fromSource(source, { uid: "in" }).sinkTo(sink, { uid: "out" });
+      if (ending === "stop") setTimeout(() => job.stop(), 300);
+      const result = await job.execute();
+      expect(result.endedBy).toBe(ending === "stop" ? "stop" : "end-of-input");
+      expect(sink.flags.length).toBeGreaterThan(1);
+      expect(sink.flags.at(-1)).toBe(true);
+      expect(sink.flags.slice(0, -1).every((flag) => flag === false)).toBe(true);
+    });
+  }
 });

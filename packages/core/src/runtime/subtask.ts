@@ -1,4 +1,5 @@
 import { serialize } from "node:v8";
+import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { Logger } from "../observability/logger.js";
 import type { SourceOperator } from "./operators/source-operator.js";
 import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
@@ -64,11 +65,12 @@ export class Subtask {
   }
 
   /** Takes this subtask's share of checkpoint `checkpointId`, serialized. */
-  triggerCheckpoint(checkpointId: number, timestamp: number, parallelism: number): Promise<Buffer> {
+  triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer> {
+    const { checkpointId } = checkpoint;
     return this.enqueue(async () => {
       const operators: Record<string, OperatorSnapshot> = {};
       for (const operator of this.operators) {
-        const snapshot = await operator.snapshot(checkpointId, timestamp);
+        const snapshot = await operator.snapshot(checkpoint);
         if (snapshot) operators[operator.uid] = snapshot;
       }
       const snapshot: SubtaskSnapshot = {

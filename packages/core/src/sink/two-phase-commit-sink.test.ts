@@ -815,3 +815,33 @@ describe("TwoPhaseCommitSink with backgroundCommits", () => {
     expect(journal.committed).toEqual(["a"]);
   });
 });
+
+describe("TwoPhaseCommitSink backgroundCommits at the final checkpoint", () => {
+  it("commits inline when the snapshot is the job's final one (a stop, without finish())", async () => {
+    const journal = new SinkJournal();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    class Slow extends RecordingSink {
+      protected override async commit(transaction: RecordedTransaction): Promise<void> {
+        await gate;
+        super.commit(transaction);
+      }
+    }
+    const sink = new Slow(journal, { commitRetry: fastRetry, backgroundCommits: true });
+    const harness = new SinkTestHarness(sink);
+    await harness.initialize();
+    await harness.write("a");
+    await sink.snapshotState({ checkpointId: 1, checkpointTimestamp: Date.now(), isFinal: true });
+    let returned = false;
+    const notified = sink.notifyCheckpointComplete(1).then(() => {
+      returned = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(returned).toBe(false);
+    release();
+    await notified;
+    expect(journal.committed).toEqual(["a"]);
+  });
+});

@@ -95,8 +95,8 @@ export interface TwoPhaseCommitSinkOptions<TXN> {
    * Exactly-once is unchanged: a transaction stays pending — in every checkpoint taken meanwhile —
    * until its commit has finished, so a crash at any moment recovers it. One commit runs at a time,
    * in checkpoint order; the next notification waits for the previous one, which bounds the backlog.
-   * A commit that fails for good fails the job at the sink's next call. After `finish()` (end of
-   * input) commits run inline again, so a bounded job ends only once its output is committed, and
+   * A commit that fails for good fails the job at the sink's next call. The final checkpoint (end
+   * of input or a stop) commits inline, so a job ends only once its output is committed, and
    * `close()` waits for a commit still running. `commit` must then tolerate running while
    * `invoke`/`preCommit` work on the next transaction.
    */
@@ -549,6 +549,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     if (state === undefined) throw this.notInitialized("snapshotState");
     const { checkpointId } = context;
     this.throwIfCommitFailed();
+    // The job's last checkpoint (also on a stop, which has no finish()): commit it inline.
+    if (context.isFinal === true) this.finishing = true;
     const holder = this.requireCurrent("snapshotState", checkpointId);
     this.warnIfNearTimeout(holder, checkpointId, "pre-commit");
     await this.preCommit(holder.transaction, context);

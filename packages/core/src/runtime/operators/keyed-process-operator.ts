@@ -1,3 +1,4 @@
+import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import type {
   Collector,
   KeyedProcessFunction,
@@ -122,8 +123,8 @@ export class KeyedProcessOperator extends StreamOperator {
     await this.fireTimers(this.processingTimers, now, "processing-time");
   }
 
-  override async snapshot(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
-    const operatorState = await this.state!.snapshot(checkpointId, timestamp);
+  override async snapshot(checkpoint: FunctionSnapshotContext): Promise<OperatorSnapshot> {
+    const operatorState = await this.state!.snapshot(checkpoint);
     return {
       ...(operatorState ? { operatorState } : {}),
       keyed: this.backend.snapshot(),

@@ -1,3 +1,4 @@
+import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import type { Counter } from "../../observability/metrics.js";
 import { MetricNames } from "../../observability/metrics.js";
 import type { Sink, SinkContext } from "../../sink/sink.js";
@@ -60,8 +61,8 @@ export class SinkOperator extends StreamOperator {
     this.recordsOut!.inc(values.length, this.labels);
   }
 
-  override async snapshot(checkpointId: number, timestamp: number): Promise<OperatorSnapshot | undefined> {
-    const operatorState = await this.state!.snapshot(checkpointId, timestamp);
+  override async snapshot(checkpoint: FunctionSnapshotContext): Promise<OperatorSnapshot | undefined> {
+    const operatorState = await this.state!.snapshot(checkpoint);
     return operatorState ? { operatorState } : undefined;
   }
 

@@ -1,3 +1,4 @@
+import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import { type Counter, MetricNames } from "../../observability/metrics.js";
 import type { Source, SourceReader, SourceSplit } from "../../source/source.js";
 import { defaultSerializerFor, type TypeSerializer } from "../../state/serializer.js";
@@ -140,7 +141,7 @@ export class SourceOperator extends StreamOperator {
     return Number.isFinite(this.nextDiscoveryAt) ? this.nextDiscoveryAt : undefined;
   }
 
-  override async snapshot(checkpointId: number): Promise<OperatorSnapshot> {
+  override async snapshot({ checkpointId }: FunctionSnapshotContext): Promise<OperatorSnapshot> {
     const splits = this.reader!.snapshotState(checkpointId).map((split) => ({
       splitKey: `${this.uid}${SPLIT_KEY_SEPARATOR}${split.splitId}`,
       bytes: this.serializer.serialize(split),

@@ -1,3 +1,4 @@
+import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
@@ -85,8 +86,7 @@ export abstract class StreamOperator {
   ): void | Promise<void> {}
   open(): void | Promise<void> {}
   snapshot(
-    _checkpointId: number,
-    _timestamp: number,
+    _checkpoint: FunctionSnapshotContext,
   ): OperatorSnapshot | undefined | Promise<OperatorSnapshot | undefined> {
     return undefined;
   }

@@ -1,5 +1,6 @@
 import {
   type FunctionInitializationContext,
+  type FunctionSnapshotContext,
   isCheckpointedFunction,
   isCheckpointListener,
   type RuntimeContext,
@@ -50,12 +51,9 @@ export class UserFunctionState {
     await this.userFunction.initializeState(context);
   }
 
-  async snapshot(
-    checkpointId: number,
-    checkpointTimestamp: number,
-  ): Promise<OperatorStateSnapshot | undefined> {
+  async snapshot(checkpoint: FunctionSnapshotContext): Promise<OperatorStateSnapshot | undefined> {
     if (!isCheckpointedFunction(this.userFunction) || !this.store) return undefined;
-    await this.userFunction.snapshotState({ checkpointId, checkpointTimestamp });
+    await this.userFunction.snapshotState(checkpoint);
     return this.store.snapshot();
   }
 
