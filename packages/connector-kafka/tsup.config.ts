@@ -1,12 +1,22 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig({
-  entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: "node20",
-  // The CommonJS build needs import.meta.url (createRequire for kafkajs internals).
-  shims: true,
-});
+export default defineConfig([
+  {
+    entry: ["src/index.ts"],
+    format: ["esm", "cjs"],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: "node20",
+    // The CommonJS build needs import.meta.url (createRequire for kafkajs internals).
+    shims: true,
+  },
+  {
+    // The `onceflow-kafka` executable: ESM only, not part of the importable API.
+    entry: { cli: "src/cli/main.ts" },
+    format: ["esm"],
+    sourcemap: true,
+    target: "node20",
+    banner: { js: "#!/usr/bin/env node" },
+  },
+]);

@@ -1,3 +1,5 @@
+export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin/kafka-transactions.js";
+export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
 export type { KafkaTransaction } from "./sink/kafka-sink.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";

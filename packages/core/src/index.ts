@@ -46,6 +46,7 @@ export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";
 // Errors, logging, metrics
+export { formatError } from "./errors/format-error.js";
 export type { ErrorDetails } from "./errors/onceflow-error.js";
 export {
   asOnceflowError,

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import type { DemoOptions } from "../demo/run-demo.js";
-import { OnceflowError } from "../errors/onceflow-error.js";
+import { formatError } from "../errors/format-error.js";
 import { addCheckpointsCommands } from "./commands/checkpoints.js";
 import { addDemoCommand } from "./commands/demo.js";
 import { addRunCommand } from "./commands/run.js";
@@ -76,29 +76,6 @@ export async function runCli(args: readonly string[], options: CliOptions = {}):
     io.stderr(`${formatError(error)}\n`);
     return 1;
   }
-}
-
-/**
- * One line for a failure: `error [CODE]: message`, with the causes' messages when they add something.
- *
- * @example
- * ```ts
- * formatError(new ConfigurationError("--job", "choose one")); // "error [CONFIGURATION]: --job: choose one"
- * ```
- */
-export function formatError(error: unknown): string {
-  if (error instanceof OnceflowError) {
-    let line = `error [${error.code}]: ${error.message}`;
-    let cause: unknown = error.cause;
-    for (let depth = 0; cause instanceof Error && depth < 3; depth += 1) {
-      if (!line.includes(cause.message)) line += `\n  caused by: ${cause.message}`;
-      cause = cause.cause;
-    }
-    return line;
-  }
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  return `error [${typeof code === "string" ? code : "UNEXPECTED"}]: ${message}`;
 }
 
 // Walks up from this file: src/cli/program.ts in development, dist/cli.js once built.

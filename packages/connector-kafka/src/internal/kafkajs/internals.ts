@@ -57,15 +57,32 @@ interface InternalBroker {
   }): Promise<{ responses: Array<{ partitions: Array<{ errorCode: number }> }> }>;
 }
 
+/** A raw request kafkajs sends as is; the body is written after kafkajs's (v1) request header. */
+interface RawProtocolRequest {
+  request: { apiKey: number; apiVersion: number; apiName: string; encode(): Promise<unknown> };
+  response: {
+    decode(payload: Buffer): Promise<{ payload: Buffer }>;
+    parse(decoded: { payload: Buffer }): Promise<Buffer>;
+  };
+}
+
 interface InternalCluster {
   connect(): Promise<void>;
+  getNodeIds(): number[];
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
   addMultipleTargetTopics(topics: string[]): Promise<void>;
   findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
-  findBroker(query: { nodeId: string | number }): Promise<InternalBroker>;
-  findGroupCoordinator(query: { groupId: string; coordinatorType: number }): Promise<InternalBroker>;
+  findBroker(query: { nodeId: string | number }): Promise<InternalBroker & InternalBrokerPool>;
+  findGroupCoordinator(query: {
+    groupId: string;
+    coordinatorType: number;
+  }): Promise<InternalBroker & InternalBrokerPool>;
   retry: Record<string, unknown>;
+}
+
+interface InternalBrokerPool {
+  connectionPool: { send(request: RawProtocolRequest): Promise<Buffer> };
 }
 
 interface InternalLogger {
@@ -106,6 +123,9 @@ type CreateMessageProducer = (options: {
 const createEosManager = requireKafkajs("kafkajs/src/producer/eosManager") as CreateEosManager;
 const createMessageProducer = requireKafkajs("kafkajs/src/producer/messageProducer") as CreateMessageProducer;
 const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<string, unknown>) => unknown;
+const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () => {
+  writeBuffer(value: Buffer): unknown;
+};
 
 const TRANSACTION_COORDINATOR = 1;
 const GROUP_COORDINATOR = 0;
@@ -312,6 +332,40 @@ export class KafkaConnection {
       transactionalId,
     });
     await eosManager.initProducerId();
+  }
+
+  /** The node ids of every broker in fresh metadata. */
+  async brokerNodeIds(): Promise<number[]> {
+    await this.cluster.refreshMetadata();
+    return this.cluster.getNodeIds();
+  }
+
+  /**
+   * Sends a request kafkajs has no encoder for — to one broker, or to the transaction coordinator
+   * of a transactional id — and returns the response after its correlation id. `body` follows
+   * kafkajs's request header (v1); see `admin/transactions-protocol.ts` for flexible versions.
+   */
+  async sendRaw(
+    target: { readonly nodeId: number } | { readonly coordinatorOf: string },
+    request: {
+      readonly apiKey: number;
+      readonly apiVersion: number;
+      readonly apiName: string;
+      readonly body: Buffer;
+    },
+  ): Promise<Buffer> {
+    const broker =
+      "nodeId" in target
+        ? await this.cluster.findBroker({ nodeId: target.nodeId })
+        : await this.cluster.findGroupCoordinator({
+            groupId: target.coordinatorOf,
+            coordinatorType: TRANSACTION_COORDINATOR,
+          });
+    const { apiKey, apiVersion, apiName, body } = request;
+    return broker.connectionPool.send({
+      request: { apiKey, apiVersion, apiName, encode: async () => new KafkajsEncoder().writeBuffer(body) },
+      response: { decode: async (payload) => ({ payload }), parse: async ({ payload }) => payload },
+    });
   }
 
   /**
