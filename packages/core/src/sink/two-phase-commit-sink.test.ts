@@ -394,8 +394,23 @@ describe("TwoPhaseCommitSink commit failures", () => {
     journal.classification = "fenced";
     const failure = await harness.notifyComplete(1).catch((error: unknown) => error);
     expect(failure).toMatchObject({ code: "TRANSACTION_FENCED", checkpointId: 1, transactionId: "t1" });
+    expect((failure as Error).message).toContain("this one is a zombie and must stop");
     expect(journal.callsOf("commit")).toEqual(["commit t1"]);
     expect(sink.pendingCheckpointIds()).toEqual([1]);
+  });
+
+  it("says a fenced commit during recovery comes from an older checkpoint or another instance, not a zombie", async () => {
+    const { journal, harness } = setUp();
+    await harness.initialize();
+    await harness.write("a");
+    const checkpoint = await harness.snapshot(1);
+    journal.failCommit("t1", 1);
+    journal.classification = "fenced";
+    const restarted = new SinkTestHarness(new RecordingSink(journal, { commitRetry: fastRetry }));
+    const failure = await restarted.initialize(checkpoint).catch((error: unknown) => error);
+    const fenced = failure instanceof RecoveryError ? failure.cause : failure;
+    expect(fenced).toMatchObject({ code: "TRANSACTION_FENCED", checkpointId: 1 });
+    expect((fenced as Error).message).toContain("a checkpoint older than the job's latest was restored");
   });
 
   describe("timed out by the external system", () => {

@@ -774,9 +774,12 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
         const reason = error instanceof Error ? error.message : String(error);
         switch (classification) {
           case "fenced":
+            // Told apart by when it happens (Flink's users cannot tell these cases apart).
             throw new TransactionError(
               "TRANSACTION_FENCED",
-              `${this.name}: transaction ${described} of checkpoint ${checkpointId} was fenced: another writer took it over (a newer process of this job, or another job or sink using the same transactional ids). Make sure only one instance runs and that ids are unique per sink. Cause: ${reason}`,
+              recovering
+                ? `${this.name}: transaction ${described} of the restored checkpoint ${checkpointId} cannot be committed: its id has been used by a newer transaction since. Either a checkpoint older than the job's latest was restored (restore the latest one — the older one's output is already committed or lost), or another instance of this job, or another sink with the same ids, is running (stop it; make ids unique per sink). Cause: ${reason}`
+                : `${this.name}: transaction ${described} of checkpoint ${checkpointId} was fenced while this process was running: a newer process of this job took its ids over, so this one is a zombie and must stop (the newer one recovers the data), or another job or sink uses the same ids (make them unique). Cause: ${reason}`,
               facts,
             );
           case "timed-out": {
