@@ -10,7 +10,7 @@ const kafka = usePrivateKafka();
 
 describe("chaos: Kafka → Kafka with a broker crash during a run", () => {
   it("commits every input exactly once, in order per key, across 6 job kills and one broker kill", {
-    timeout: 60_000,
+    timeout: 150_000,
   }, async () => {
     const seed = chaosSeed();
     console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);

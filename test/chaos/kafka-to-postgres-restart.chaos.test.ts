@@ -11,7 +11,7 @@ const postgres = usePrivatePostgres();
 
 describe("chaos: Kafka → PostgreSQL with a PostgreSQL crash during a run", () => {
   it("commits every input exactly once, in order per key, across 8 job kills and one immediate restart", {
-    timeout: 60_000,
+    timeout: 150_000,
   }, async () => {
     const seed = chaosSeed();
     console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);

@@ -8,7 +8,7 @@ import { sharedKafkaBrokers as kafkaBrokers, sharedPostgresUrl as postgresUrl } 
 
 describe("chaos: Kafka → PostgreSQL under repeated SIGKILL", () => {
   it("commits every input exactly once, in order per key, after 20 random kills", {
-    timeout: 60_000,
+    timeout: 150_000,
   }, async () => {
     const seed = chaosSeed();
     console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
