@@ -40,7 +40,12 @@ const contract: TwoPhaseCommitSinkContract<string> = {
     clients.set(sink, client);
     return sink as unknown as TwoPhaseCommitSink<string, unknown>;
   },
-  kill: (sink) => clients.get(sink)?.kill(),
+  kill: async (sink) => {
+    await clients.get(sink)?.kill();
+    // The sink claims its prefix in a process-wide registry that a SIGKILL would wipe; close() is
+    // the only way to drop it. The suite made every step of the dead instance throw: no abort runs.
+    await sink.close();
+  },
   readCommitted: async (scope) =>
     (await readCommittedTopic(kafkaBrokers(), scope.id)).map((record) => record.value ?? "<null>"),
   createRecord: (index) => `record-${index}`,

@@ -18,10 +18,21 @@ function eosSink(
   });
 }
 
-/** Leaves a sink as a SIGKILL would: its open transaction is not aborted, its sockets just close. */
-async function abandon(driver: SinkDriver<unknown>): Promise<void> {
-  const internals = driver.sink as unknown as { connection?: { disconnect(): Promise<void> } };
-  await internals.connection?.disconnect();
+/**
+ * Leaves a sink as a SIGKILL would: its open transaction is not aborted, its sockets just close, and
+ * its claim on the prefix (a process-wide registry) ends as the process would. A frozen zombie keeps
+ * its sockets: `{ keepConnection: true }`.
+ */
+async function abandon(
+  driver: SinkDriver<unknown>,
+  options: { keepConnection?: boolean } = {},
+): Promise<void> {
+  const internals = driver.sink as unknown as {
+    connection?: { disconnect(): Promise<void> };
+    releasePrefix(): void;
+  };
+  internals.releasePrefix();
+  if (options.keepConnection !== true) await internals.connection?.disconnect();
 }
 
 /** What a union list state restores into every subtask: the elements of all old subtasks. */
@@ -207,6 +218,30 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     ]);
   });
 
+  it("refuses a second running sink with the same prefix and subtask in one process (they would fence each other)", async () => {
+    const topic = await createTopic(uniqueName("sink-shared-prefix"), 1);
+    const prefix = uniqueName("shared");
+    const first = await SinkDriver.start(eosSink(topic, prefix, { name: "first" }));
+    const failure = await SinkDriver.start(eosSink(topic, prefix, { name: "second" })).catch(
+      (error: unknown) => error,
+    );
+    const cause = failure instanceof Error && "cause" in failure ? (failure.cause ?? failure) : failure;
+    expect(cause).toBeInstanceOf(ConfigurationError);
+    expect((cause as ConfigurationError).message).toContain(
+      `"${prefix}" is already used by another running KafkaSink (first)`,
+    );
+    // Another subtask index, or the same one once the first sink closed, is fine.
+    const otherSubtask = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 1, parallelism: 2 });
+    await otherSubtask.close();
+    await first.write(["still-works"]);
+    await first.checkpoint(1);
+    await first.complete(1);
+    await first.close();
+    const successor = await SinkDriver.start(eosSink(topic, prefix, { name: "successor" }));
+    await successor.close();
+    expect(sortedValues(await readAll(topic, { expected: 1 }))).toEqual(["still-works"]);
+  });
+
   it("fences a zombie: the old writer can neither write nor commit after a new one recovered", async () => {
     const topic = await createTopic(uniqueName("sink-zombie"), 1);
     const prefix = uniqueName("zombie");
@@ -214,6 +249,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     await zombie.write(["before"]);
     const state = await zombie.checkpoint(1);
     await zombie.write(["zombie-open"]);
+    await abandon(zombie, { keepConnection: true }); // frozen in another process, as far as this one knows
 
     const successor = await SinkDriver.start(eosSink(topic, prefix), {
       restored: { checkpointId: 1, state },

@@ -43,6 +43,8 @@ export interface KafkaTransaction {
 }
 
 const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
+/** `prefix/subtask` of every exactly-once KafkaSink running in this process, and the sink using it. */
+const activePrefixes = new Map<string, { readonly name: string }>();
 const DEFAULT_POOL_SIZE = 5;
 const FENCE_CONCURRENCY = 8;
 const NONE_MAX_IN_FLIGHT = 8;
@@ -105,6 +107,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private restoredPoolSize = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private sendFailure: unknown;
+  private registeredPrefix: string | undefined;
 
   constructor(options: KafkaSinkOptions<IN>) {
     const guarantee = options.deliveryGuarantee ?? "at-least-once";
@@ -265,6 +268,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   protected override async finishRecoveringTransactions(): Promise<void> {
     if (this.guarantee !== "exactly-once") return;
     const context = this.runtimeContext;
+    this.registerPrefix(context.subtaskIndex);
     const connection = await this.connect();
     await this.validateTransactionTimeout(context);
     this.pool = new TransactionalIdPool(this.prefix, context.subtaskIndex, this.poolSize);
@@ -323,6 +327,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   override async close(): Promise<void> {
+    // First: a close that hangs must not keep the prefix from the next attempt's sink.
+    this.releasePrefix();
     try {
       await Promise.allSettled([...this.inFlight]);
       await super.close();
@@ -336,6 +342,28 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   // ---- internals --------------------------------------------------------------------------------
+
+  /** Two sinks of one process sharing a prefix would fence each other's transactions: refuse the second. */
+  private registerPrefix(subtaskIndex: number): void {
+    const key = `${this.prefix}/${subtaskIndex}`;
+    const holder = activePrefixes.get(key);
+    if (holder !== undefined && holder !== this) {
+      throw new ConfigurationError(
+        "transactionalIdPrefix",
+        `"${this.prefix}" is already used by another running KafkaSink (${holder.name}) of subtask ${subtaskIndex} in this process: sinks sharing a prefix fence each other's transactions. Give each sink its own transactionalIdPrefix`,
+      );
+    }
+    activePrefixes.set(key, this);
+    this.registeredPrefix = key;
+  }
+
+  /** Ends this sink's claim on its prefix (at close; a killed process's claim ends with it). */
+  private releasePrefix(): void {
+    if (this.registeredPrefix !== undefined && activePrefixes.get(this.registeredPrefix) === this) {
+      activePrefixes.delete(this.registeredPrefix);
+    }
+    this.registeredPrefix = undefined;
+  }
 
   private poolPrefix(): string {
     return `${this.prefix}-${this.runtimeContext.subtaskIndex}-`;

@@ -410,12 +410,14 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
    * ```
    */
   override async close(): Promise<void> {
+    // First: a close that hangs on a dead connection must not keep the sink id from the next attempt.
+    if (this.registered !== undefined) activeSinks.delete(this.registered);
+    this.registered = undefined;
     try {
       await super.close();
     } finally {
       if (!this.released) {
         this.released = true;
-        if (this.registered !== undefined) activeSinks.delete(this.registered);
         const setup = this.setupDone;
         if (setup?.pool.owned) await setup.pool.pool.end().catch(() => {});
         else if (setup === undefined && this.setupPromise !== undefined) {
