@@ -43,11 +43,11 @@ export interface KafkaTransaction {
 }
 
 const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
-/** `prefix/subtask` of every exactly-once KafkaSink running in this process, and the sink using it. */
-const activePrefixes = new Map<string, { readonly name: string }>();
 const DEFAULT_POOL_SIZE = 5;
 const FENCE_CONCURRENCY = 8;
 const NONE_MAX_IN_FLIGHT = 8;
+/** `prefix/subtask` of every exactly-once KafkaSink running in this process, and the sink using it. */
+const activePrefixes = new Map<string, { readonly name: string }>();
 const RETRIABLE_COMMIT_ERRORS = new Set([
   "CONCURRENT_TRANSACTIONS",
   "COORDINATOR_LOAD_IN_PROGRESS",
