@@ -266,13 +266,7 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
     this.refill();
     if (this.tokens >= 1) return resolved;
     const waiting = this.waitForSignal();
-    if (this.timer === undefined) {
-      const delay = Math.max(1, Math.ceil(((1 - this.tokens) / this.rate) * 1000));
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.signal();
-      }, delay);
-    }
+    if (this.timer === undefined) this.wakeWhenTokenDue();
     return waiting;
   }
 
@@ -307,6 +301,17 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
       if (split !== undefined && split.nextIndex < this.count) return split;
     }
     return undefined;
+  }
+
+  /** Signals once a whole token is there. Timers may fire a little early: then it waits on. */
+  private wakeWhenTokenDue(): void {
+    const delay = Math.max(1, Math.ceil(((1 - this.tokens) / this.rate) * 1000));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.refill();
+      if (this.tokens < 1 && !this.closed) this.wakeWhenTokenDue();
+      else this.signal();
+    }, delay);
   }
 
   private refill(): void {
