@@ -6,7 +6,9 @@
  * and the decoders skip the response header's one.
  */
 
+/** ListTransactions v0: every broker lists the transactions it coordinates. */
 export const LIST_TRANSACTIONS = { apiKey: 66, apiVersion: 0, apiName: "ListTransactions" } as const;
+/** DescribeTransactions v0: the coordinator of an id describes its transaction. */
 export const DESCRIBE_TRANSACTIONS = { apiKey: 65, apiVersion: 0, apiName: "DescribeTransactions" } as const;
 
 /** One transaction as ListTransactions reports it. */
