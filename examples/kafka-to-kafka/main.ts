@@ -17,6 +17,7 @@ import {
   TumblingEventTimeWindows,
   WatermarkStrategy,
 } from "@onceflow/core";
+import { createKafkaTopic } from "@onceflow/testkit";
 import { Kafka, logLevel } from "kafkajs";
 
 /** One output record: how many events a key had in one window. */
@@ -122,29 +123,9 @@ function client(brokers: string[]): Kafka {
   return new Kafka({ brokers, clientId: "kafka-to-kafka-example", logLevel: logLevel.NOTHING });
 }
 
-/** Creates the topics (if missing) and waits for their leaders. */
+/** Creates the topics and waits for their leaders (the testkit's helper, which also waits them out). */
 export async function createTopics(brokers: string[], topics: string[], partitions = 3): Promise<void> {
-  const admin = client(brokers).admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({
-      topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
-      waitForLeaders: false,
-    });
-    // kafkajs' waitForLeaders fails on a broker that answers "does not host this topic-partition"
-    // for a moment after the creation: wait for the leaders here instead.
-    for (const deadline = Date.now() + 15_000; ; ) {
-      const ready = await admin
-        .fetchTopicMetadata({ topics: topics })
-        .then(({ topics }) => topics.every((topic) => topic.partitions.every((p) => p.leader >= 0)))
-        .catch(() => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`topics ${topics.join(", ")} have no leaders after 15 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    await admin.disconnect();
-  }
+  for (const topic of topics) await createKafkaTopic(brokers, topic, { partitions });
 }
 
 /** Writes the events keyed by `key` (one key, one partition) with their explicit timestamps. */

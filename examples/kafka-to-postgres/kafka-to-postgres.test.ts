@@ -12,6 +12,7 @@ import {
 import {
   buildKafkaToPostgresJob,
   createOrdersTableSql,
+  createOrdersTopic,
   exampleOrders,
   type Order,
   produceOrders,
@@ -78,6 +79,7 @@ describe("examples/kafka-to-postgres", () => {
     const topic = `k2pg-test-orders-${suffix}`;
     const table = `k2pg_test_orders_${suffix}`;
     await sql(url, createOrdersTableSql(table));
+    await createOrdersTopic(brokers, topic);
     const all = exampleOrders(60);
     const first = all.filter((order) => order.version <= 2);
     const checkpointDirectory = await mkdtemp(join(tmpdir(), "onceflow-k2pg-test-"));

@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { Deserializers, KafkaSource } from "@onceflow/connector-kafka";
 import { PostgresSink, type PostgresSinkMode } from "@onceflow/connector-postgres";
 import { createConsoleLogger, filesystem, Job, type JobResult } from "@onceflow/core";
+import { createKafkaTopic } from "@onceflow/testkit";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 
@@ -119,30 +120,14 @@ function client(brokers: string[]): Kafka {
   return new Kafka({ brokers, clientId: "kafka-to-postgres-example", logLevel: logLevel.NOTHING });
 }
 
+/** Creates the orders topic (3 partitions) and waits for its leaders. */
+export async function createOrdersTopic(brokers: string[], topic: string): Promise<void> {
+  await createKafkaTopic(brokers, topic, { partitions: 3 });
+}
+
 /** Writes the orders keyed by id (all versions of an order go to one partition, in order). */
 export async function produceOrders(brokers: string[], topic: string, orders: Order[]): Promise<void> {
   const kafka = client(brokers);
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({
-      topics: [{ topic, numPartitions: 3, replicationFactor: 1 }],
-      waitForLeaders: false,
-    });
-    // kafkajs' waitForLeaders fails on a broker that answers "does not host this topic-partition"
-    // for a moment after the creation: wait for the leaders here instead.
-    for (const deadline = Date.now() + 15_000; ; ) {
-      const ready = await admin
-        .fetchTopicMetadata({ topics: [topic] })
-        .then(({ topics }) => topics.every((topic) => topic.partitions.every((p) => p.leader >= 0)))
-        .catch(() => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`topics ${topic} have no leaders after 15 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    await admin.disconnect();
-  }
   const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true });
   await producer.connect();
   try {
@@ -183,6 +168,7 @@ export async function runKafkaToPostgresExample(
   const topic = `k2pg-example-orders-${suffix}`;
   const table = `k2pg_example_orders_${suffix}`;
   await query(postgresUrl, createOrdersTableSql(table));
+  await createOrdersTopic(brokers, topic);
   await produceOrders(brokers, topic, orders);
   const checkpointDirectory = await mkdtemp(join(tmpdir(), "onceflow-k2pg-example-"));
   try {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readCommittedFiles } from "@onceflow/core";
-import type { ChaosRecord } from "./fixtures/generator-to-files-job.js";
+import type { ChaosRecord } from "./fixtures/chaos-record.js";
 
 // Seeded chaos for the generator → files pipeline: the job runs as a child process and is SIGKILLed
 // after seeded random delays, restarted each time from its last checkpoint, then run to the end.
@@ -33,6 +33,20 @@ export function chaosSeed(): number {
   const given = process.env.ONCEFLOW_CHAOS_SEED;
   if (given !== undefined && given !== "") return Number(given);
   return Math.floor(Math.random() * 2 ** 31);
+}
+
+/**
+ * Runs one chaos run the way the CI tests do: the seed printed with how to replay it
+ * (ONCEFLOW_CHAOS_SEED), progress and the final report on stdout.
+ */
+export async function runSeededChaos<R>(
+  run: (seed: number, log: (line: string) => void) => Promise<R>,
+): Promise<R> {
+  const seed = chaosSeed();
+  console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
+  const report = await run(seed, (line) => console.log(line));
+  console.log(JSON.stringify(report));
+  return report;
 }
 
 export interface ChaosOptions {
@@ -191,7 +205,10 @@ export async function runGeneratorToFilesChaos(options: ChaosOptions): Promise<C
   }
 }
 
-/** Every id 0…count−1 exactly once, and within each key `seq` strictly increasing in reading order. */
+/**
+ * Every id 0…count−1 exactly once (none missing, duplicated or unknown), and within each key `seq`
+ * strictly increasing in reading order. Throws with the seed to replay.
+ */
 export function checkExactlyOnceInOrder(
   committed: readonly ChaosRecord[],
   count: number,
@@ -202,6 +219,7 @@ export function checkExactlyOnceInOrder(
   const missing: number[] = [];
   for (let id = 0; id < count; id++) if (!seen.has(id)) missing.push(id);
   const duplicated = [...seen].filter(([, times]) => times > 1).map(([id, times]) => `${id}×${times}`);
+  const unknown = [...seen.keys()].filter((id) => !(id >= 0 && id < count));
   const lastOfKey = new Map<string, number>();
   const outOfOrder: string[] = [];
   for (const record of committed) {
@@ -210,11 +228,11 @@ export function checkExactlyOnceInOrder(
       outOfOrder.push(`${record.key}: ${record.seq} after ${previous}`);
     lastOfKey.set(record.key, record.seq);
   }
-  if (missing.length + duplicated.length + outOfOrder.length > 0) {
+  if (missing.length + duplicated.length + unknown.length + outOfOrder.length > 0) {
     const show = (items: Array<string | number>) =>
       `${items.slice(0, 10).join(", ")}${items.length > 10 ? ` … (${items.length})` : ""}`;
     throw new Error(
-      `seed ${seed}: committed output is wrong: missing [${show(missing)}], duplicated [${show(duplicated)}], out of order [${show(outOfOrder)}]. Replay with ONCEFLOW_CHAOS_SEED=${seed}`,
+      `seed ${seed}: committed output is wrong: missing [${show(missing)}], duplicated [${show(duplicated)}], unknown [${show(unknown)}], out of order [${show(outOfOrder)}]. Replay with ONCEFLOW_CHAOS_SEED=${seed}`,
     );
   }
 }

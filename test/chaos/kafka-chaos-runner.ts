@@ -2,11 +2,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readCommittedKafkaRecords as readCommittedRecords } from "@onceflow/testkit";
+import { createKafkaTopic, readCommittedKafkaRecords as readCommittedRecords } from "@onceflow/testkit";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
-import { type Child, seededRandom, startJob } from "./chaos-runner.js";
-import type { KafkaChaosRecord } from "./fixtures/kafka-chaos-job.js";
+import { type Child, checkExactlyOnceInOrder, seededRandom, startJob } from "./chaos-runner.js";
+import type { ChaosRecord } from "./fixtures/chaos-record.js";
 
 // Seeded chaos for Kafka → Kafka and Kafka → PostgreSQL, in the style of the generator → files
 // chaos: the input is produced into a topic while the job (a child process) is SIGKILLed after
@@ -64,30 +64,6 @@ function kafkaClient(brokers: string[]): Kafka {
   return new Kafka({ brokers, clientId: "onceflow-chaos", logLevel: logLevel.NOTHING });
 }
 
-async function createTopics(brokers: string[], topics: string[]): Promise<void> {
-  const admin = kafkaClient(brokers).admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({
-      topics: topics.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })),
-      waitForLeaders: false,
-    });
-    // kafkajs' waitForLeaders fails on a broker that answers "does not host this topic-partition"
-    // for a moment after the creation: wait for the leaders here instead.
-    for (const deadline = Date.now() + 15_000; ; ) {
-      const ready = await admin
-        .fetchTopicMetadata({ topics: topics })
-        .then(({ topics }) => topics.every((topic) => topic.partitions.every((p) => p.leader >= 0)))
-        .catch(() => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`topics ${topics.join(", ")} have no leaders after 15 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /** Produces records 0…count−1 keyed by their key, `perSecond` a second, stopping early on `stop()`. */
 function produceInBackground(
   brokers: string[],
@@ -112,7 +88,7 @@ function produceInBackground(
         const messages = [];
         for (let next = id; next < Math.min(count, id + perTick); next++) {
           const key = `k${next % KEYS}`;
-          const record: KafkaChaosRecord = { id: next, key, seq: next };
+          const record: ChaosRecord = { id: next, key, seq: next };
           messages.push({ key, value: JSON.stringify(record) });
         }
         await producer.send({ topic, messages });
@@ -134,10 +110,10 @@ function produceInBackground(
 }
 
 /** What the sink committed, in the order a reader sees it per key. */
-async function readCommitted(options: KafkaChaosOptions, target: string): Promise<KafkaChaosRecord[]> {
+async function readCommitted(options: KafkaChaosOptions, target: string): Promise<ChaosRecord[]> {
   if (options.sink === "kafka") {
     const records = await readCommittedRecords(options.brokers, target);
-    return records.map((record) => JSON.parse(record.value ?? "null") as KafkaChaosRecord);
+    return records.map((record) => JSON.parse(record.value ?? "null") as ChaosRecord);
   }
   const client = new pg.Client({ connectionString: options.postgresUrl });
   client.on("error", () => undefined);
@@ -183,10 +159,11 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
   log(
     `chaos kafka→${options.sink} seed=${options.seed} kills=${options.kills} records=${options.records} parallelism=${parallelism} interval=${env.CHAOS_CHECKPOINT_INTERVAL}ms batch=${env.CHAOS_MAX_BATCH}`,
   );
-  if (options.sink === "kafka") await createTopics(options.brokers, [input, output]);
+  if (options.sink === "kafka")
+    for (const topic of [input, output]) await createKafkaTopic(options.brokers, topic, { partitions: 3 });
   else {
     if (options.postgresUrl === undefined) throw new Error("postgresUrl is required for the PostgreSQL sink");
-    await createTopics(options.brokers, [input]);
+    await createKafkaTopic(options.brokers, input, { partitions: 3 });
     const client = new pg.Client({ connectionString: options.postgresUrl });
     await client.connect();
     await client.query(
@@ -251,7 +228,7 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
     // The last run: until every input is committed, then SIGTERM (a final checkpoint, exit 0).
     const last = startJob(env, fixture);
     current = last;
-    let committed: KafkaChaosRecord[] = [];
+    let committed: ChaosRecord[] = [];
     const deadline = Date.now() + 60_000;
     for (;;) {
       committed = await readCommitted(options, output);
@@ -274,7 +251,7 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
     // Commit markers are written after EndTxn returns: give a late duplicate time to show.
     await sleep(1000);
     committed = await readCommitted(options, output);
-    checkExactlyOncePerKeyOrder(committed, options.records, options.seed);
+    checkExactlyOnceInOrder(committed, options.records, options.seed);
     return {
       sink: options.sink,
       seed: options.seed,
@@ -309,34 +286,5 @@ async function cleanUp(options: KafkaChaosOptions, input: string, output: string
     await client.connect();
     await client.query(`DROP TABLE IF EXISTS ${pg.escapeIdentifier(output)}`);
     await client.end();
-  }
-}
-
-/** Every id 0…count−1 exactly once, and within each key `seq` strictly increasing in reading order. */
-export function checkExactlyOncePerKeyOrder(
-  committed: readonly KafkaChaosRecord[],
-  count: number,
-  seed: number,
-): void {
-  const seen = new Map<number, number>();
-  for (const record of committed) seen.set(record.id, (seen.get(record.id) ?? 0) + 1);
-  const missing: number[] = [];
-  for (let id = 0; id < count; id++) if (!seen.has(id)) missing.push(id);
-  const duplicated = [...seen].filter(([, times]) => times > 1).map(([id, times]) => `${id}×${times}`);
-  const unknown = [...seen.keys()].filter((id) => !(id >= 0 && id < count));
-  const lastOfKey = new Map<string, number>();
-  const outOfOrder: string[] = [];
-  for (const record of committed) {
-    const previous = lastOfKey.get(record.key);
-    if (previous !== undefined && record.seq <= previous)
-      outOfOrder.push(`${record.key}: ${record.seq} after ${previous}`);
-    lastOfKey.set(record.key, record.seq);
-  }
-  if (missing.length + duplicated.length + unknown.length + outOfOrder.length > 0) {
-    const show = (items: Array<string | number>) =>
-      `${items.slice(0, 10).join(", ")}${items.length > 10 ? ` … (${items.length})` : ""}`;
-    throw new Error(
-      `seed ${seed}: committed output is wrong: missing [${show(missing)}], duplicated [${show(duplicated)}], unknown [${show(unknown)}], out of order [${show(outOfOrder)}]. Replay with ONCEFLOW_CHAOS_SEED=${seed}`,
-    );
   }
 }

@@ -1,6 +1,6 @@
 import { usePrivateKafka } from "@onceflow/testkit/vitest";
 import { describe, expect, it } from "vitest";
-import { chaosSeed } from "./chaos-runner.js";
+import { runSeededChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 
 // Kafka → Kafka chaos with the broker SIGKILLed and restarted halfway (a private broker: the shared
@@ -12,29 +12,28 @@ describe("chaos: Kafka → Kafka with a broker crash during a run", () => {
   it("commits every input exactly once, in order per key, across 6 job kills and one broker kill", {
     timeout: 150_000,
   }, async () => {
-    const seed = chaosSeed();
-    console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
-    const report = await runKafkaChaos({
-      sink: "kafka",
-      seed,
-      kills: 6,
-      records: 1000,
-      recordsPerSecond: 150,
-      // Longer runs than the plain chaos: most of them get past startup on a machine busy with a private service.
-      minKillDelayMs: 1500,
-      maxKillDelayMs: 3500,
-      brokers: [...kafka().brokers],
-      fault: {
-        kill: 3,
-        inject: async () => {
-          await kafka().kill();
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-          await kafka().start();
+    const report = await runSeededChaos((seed, log) =>
+      runKafkaChaos({
+        sink: "kafka",
+        seed,
+        kills: 6,
+        records: 1000,
+        recordsPerSecond: 150,
+        // Longer runs than the plain chaos: most of them get past startup on a machine busy with a private service.
+        minKillDelayMs: 1500,
+        maxKillDelayMs: 3500,
+        brokers: [...kafka().brokers],
+        fault: {
+          kill: 3,
+          inject: async () => {
+            await kafka().kill();
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+            await kafka().start();
+          },
         },
-      },
-      log: (line) => console.log(line),
-    });
-    console.log(JSON.stringify(report));
+        log,
+      }),
+    );
     expect(report.kills).toBe(6);
     expect(report.committed).toBe(1000);
   });

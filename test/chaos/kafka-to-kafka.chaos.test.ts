@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chaosSeed } from "./chaos-runner.js";
+import { runSeededChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { sharedKafkaBrokers as kafkaBrokers } from "./kafka-services.js";
 
@@ -10,20 +10,19 @@ describe("chaos: Kafka → Kafka under repeated SIGKILL", () => {
   it("commits every input exactly once, in order per key, after 20 random kills", {
     timeout: 150_000,
   }, async () => {
-    const seed = chaosSeed();
-    console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
-    const report = await runKafkaChaos({
-      sink: "kafka",
-      seed,
-      kills: 20,
-      records: 3000,
-      recordsPerSecond: 150,
-      minKillDelayMs: 400,
-      maxKillDelayMs: 2600,
-      brokers: kafkaBrokers(),
-      log: (line) => console.log(line),
-    });
-    console.log(JSON.stringify(report));
+    const report = await runSeededChaos((seed, log) =>
+      runKafkaChaos({
+        sink: "kafka",
+        seed,
+        kills: 20,
+        records: 3000,
+        recordsPerSecond: 150,
+        minKillDelayMs: 400,
+        maxKillDelayMs: 2600,
+        brokers: kafkaBrokers(),
+        log,
+      }),
+    );
     expect(report.kills).toBe(20);
     expect(report.committed).toBe(3000);
   });

@@ -1,6 +1,6 @@
 import { usePrivatePostgres } from "@onceflow/testkit/vitest";
 import { describe, expect, it } from "vitest";
-import { chaosSeed } from "./chaos-runner.js";
+import { runSeededChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { sharedKafkaBrokers as kafkaBrokers } from "./kafka-services.js";
 
@@ -13,23 +13,22 @@ describe("chaos: Kafka → PostgreSQL with a PostgreSQL crash during a run", () 
   it("commits every input exactly once, in order per key, across 8 job kills and one immediate restart", {
     timeout: 150_000,
   }, async () => {
-    const seed = chaosSeed();
-    console.log(`chaos seed ${seed} (replay: ONCEFLOW_CHAOS_SEED=${seed})`);
-    const report = await runKafkaChaos({
-      sink: "postgres",
-      seed,
-      kills: 8,
-      records: 1500,
-      recordsPerSecond: 150,
-      // Longer runs than the plain chaos: most of them get past startup on a machine busy with a private service.
-      minKillDelayMs: 1500,
-      maxKillDelayMs: 3500,
-      brokers: kafkaBrokers(),
-      postgresUrl: postgres().connectionString,
-      fault: { kill: 5, inject: () => postgres().restart({ immediate: true }) },
-      log: (line) => console.log(line),
-    });
-    console.log(JSON.stringify(report));
+    const report = await runSeededChaos((seed, log) =>
+      runKafkaChaos({
+        sink: "postgres",
+        seed,
+        kills: 8,
+        records: 1500,
+        recordsPerSecond: 150,
+        // Longer runs than the plain chaos: most of them get past startup on a machine busy with a private service.
+        minKillDelayMs: 1500,
+        maxKillDelayMs: 3500,
+        brokers: kafkaBrokers(),
+        postgresUrl: postgres().connectionString,
+        fault: { kill: 5, inject: () => postgres().restart({ immediate: true }) },
+        log,
+      }),
+    );
     expect(report.kills).toBe(8);
     expect(report.committed).toBe(1500);
   });

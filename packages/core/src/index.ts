@@ -45,6 +45,7 @@ export {
 export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";
+export { createTestCheckpoint } from "./checkpoint/testing/test-checkpoints.js";
 // Errors, logging, metrics
 export { formatError } from "./errors/format-error.js";
 export type { ErrorDetails } from "./errors/onceflow-error.js";

@@ -1,4 +1,7 @@
 // The sink contract suite without vitest (the describe* functions are in `@onceflow/testkit/vitest`).
+
+// Defined in core (its own storage tests use it); re-exported so connector authors find it here.
+export { createTestCheckpoint } from "@onceflow/core";
 export type { SinkContractCase } from "./contract/contract-cases.js";
 export { twoPhaseCommitSinkContractCases } from "./contract/contract-cases.js";
 export type { SinkContractScope, TwoPhaseCommitSinkContract } from "./contract/contract-options.js";
@@ -10,7 +13,6 @@ export {
   isSimulatedKill,
   SimulatedKillError,
 } from "./contract/fault-injection.js";
-export { createTestCheckpoint } from "./contract/test-checkpoints.js";
 export type { ServiceWriter } from "./runtime/announce.js";
 export { stderrWriter } from "./runtime/announce.js";
 export { onceflowCacheDir } from "./runtime/cache-dir.js";

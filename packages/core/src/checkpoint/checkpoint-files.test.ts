@@ -9,7 +9,7 @@ import {
   subtaskEntriesOf,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
-import { makeCheckpoint } from "./testing/test-checkpoints.js";
+import { createTestCheckpoint } from "./testing/test-checkpoints.js";
 
 function catchError(run: () => unknown): unknown {
   try {
@@ -60,7 +60,7 @@ describe("assertCheckpointName", () => {
 });
 
 describe("verifySubtaskStates", () => {
-  const { metadata, subtaskStates } = makeCheckpoint({
+  const { metadata, subtaskStates } = createTestCheckpoint({
     jobId: "orders",
     checkpointId: 3,
     states: ["a", "b"],
@@ -90,7 +90,7 @@ describe("verifySubtaskStates", () => {
 });
 
 describe("checkpoint metadata JSON", () => {
-  const { metadata } = makeCheckpoint({
+  const { metadata } = createTestCheckpoint({
     jobId: "orders",
     checkpointId: 3,
     summary: { splits: { "t-0": "12" } },

@@ -10,7 +10,7 @@ import {
   filesystem,
   METADATA_FILE_NAME,
 } from "./filesystem-checkpoint-storage.js";
-import { makeCheckpoint } from "./testing/test-checkpoints.js";
+import { createTestCheckpoint } from "./testing/test-checkpoints.js";
 
 // The CheckpointStorage contract runs on this storage in @onceflow/testkit (contract folder).
 
@@ -46,7 +46,7 @@ describe("FileSystemCheckpointStorage", () => {
   });
 
   it("lays a checkpoint out as <root>/<job>/<scope>/chk-<padded id>/ with readable metadata", async () => {
-    const checkpoint = makeCheckpoint({
+    const checkpoint = createTestCheckpoint({
       jobId: "orders",
       checkpointId: 12,
       scope: "subtask-1-of-2",
@@ -76,13 +76,13 @@ describe("FileSystemCheckpointStorage", () => {
 
   describe("a partly written checkpoint is never listed", () => {
     beforeEach(async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
     });
 
     it("ignores a temporary folder that was never renamed", async () => {
       // What a crash between writing the files and the rename leaves.
       const temp = join(root, "orders", "all", ".tmp-chk-2-abc123");
-      const good = makeCheckpoint({ jobId: "orders", checkpointId: 2 });
+      const good = createTestCheckpoint({ jobId: "orders", checkpointId: 2 });
       await mkdir(temp);
       await writeFile(join(temp, "subtask-0.state"), good.subtaskStates.get(0)!);
       await writeFile(join(temp, "subtask-1.state"), good.subtaskStates.get(1)!);
@@ -104,7 +104,7 @@ describe("FileSystemCheckpointStorage", () => {
     });
 
     it("ignores a checkpoint folder whose metadata is truncated", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       const file = join(chkDir(root, 2), METADATA_FILE_NAME);
       await truncate(file, 40);
 
@@ -114,7 +114,7 @@ describe("FileSystemCheckpointStorage", () => {
 
     it("ignores metadata that belongs to another checkpoint", async () => {
       // For example a folder copied by hand under the wrong name.
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       const text = await readFile(join(chkDir(root, 1), METADATA_FILE_NAME), "utf8");
       await writeFile(join(chkDir(root, 2), METADATA_FILE_NAME), text);
 
@@ -135,7 +135,7 @@ describe("FileSystemCheckpointStorage", () => {
   describe("corruption", () => {
     beforeEach(async () => {
       await storage.store(
-        makeCheckpoint({ jobId: "orders", checkpointId: 5, states: ["subtask zero", "one"] }),
+        createTestCheckpoint({ jobId: "orders", checkpointId: 5, states: ["subtask zero", "one"] }),
       );
     });
 
@@ -187,31 +187,33 @@ describe("FileSystemCheckpointStorage", () => {
 
   describe("writing and discarding", () => {
     it("leaves no temporary folder behind, also when a store is refused", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
-      await caught(storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 })));
-      await caught(storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2, summary: { big: 1n } })));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
+      await caught(storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 })));
+      await caught(
+        storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2, summary: { big: 1n } })),
+      );
       expect(await readdir(join(root, "orders", "all"))).toEqual([checkpointDirectoryName(1)]);
     });
 
     it("fails with CHECKPOINT_FAILED when the folder cannot be written", async () => {
       // A file where the job's folder should be: mkdir fails whoever runs the test (root included).
       await writeFile(join(root, "blocked"), "not a folder");
-      const error = await caught(storage.store(makeCheckpoint({ jobId: "blocked", checkpointId: 1 })));
+      const error = await caught(storage.store(createTestCheckpoint({ jobId: "blocked", checkpointId: 1 })));
       expect(error.code).toBe("CHECKPOINT_FAILED");
       expect(error.checkpointId).toBe(1);
       expect(error.cause).toBeDefined();
     });
 
     it("discard removes the folder entirely", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 1 }));
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       await storage.discard("orders", "all", 1);
       expect(await readdir(join(root, "orders", "all"))).toEqual([checkpointDirectoryName(2)]);
     });
 
     it("sorts ids numerically past the padding", async () => {
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 12_345_678_901 }));
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 9 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 12_345_678_901 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 9 }));
       expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([9, 12_345_678_901]);
       expect((await storage.load("orders", "all", 12_345_678_901)).metadata.checkpointId).toBe(
         12_345_678_901,
@@ -237,7 +239,7 @@ describe("FileSystemCheckpointStorage", () => {
 
     it("removes leftovers older than a minute and keeps younger ones, which may be in progress", async () => {
       // Stored first: the first store of a scope would clean up by itself.
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 2 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       const { oldTemp, youngTemp, oldDiscard } = await leftovers();
       expect(await storage.cleanupPartialCheckpoints()).toEqual([oldDiscard, oldTemp].sort());
       expect((await stat(youngTemp)).isDirectory()).toBe(true);
@@ -260,7 +262,7 @@ describe("FileSystemCheckpointStorage", () => {
 
     it("runs by itself on the first store of a scope", async () => {
       const { oldTemp, youngTemp } = await leftovers();
-      await storage.store(makeCheckpoint({ jobId: "orders", checkpointId: 5 }));
+      await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 5 }));
       await expect(stat(oldTemp)).rejects.toThrow();
       expect((await stat(youngTemp)).isDirectory()).toBe(true);
     });

@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { checkpointDirectoryName, filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
-import { makeCheckpoint } from "../checkpoint/testing/test-checkpoints.js";
+import { createTestCheckpoint } from "../checkpoint/testing/test-checkpoints.js";
 import type { DemoOptions } from "../demo/run-demo.js";
 import { type CliOptions, runCli } from "./program.js";
 
@@ -45,7 +45,7 @@ beforeEach(async () => {
 async function writeCheckpoints(): Promise<string> {
   const storage = filesystem(join(cwd, "checkpoints"));
   await storage.store(
-    makeCheckpoint({
+    createTestCheckpoint({
       jobId: "orders",
       checkpointId: 1,
       states: ["a".repeat(100), "b".repeat(2000)],
@@ -56,7 +56,7 @@ async function writeCheckpoints(): Promise<string> {
     }),
   );
   await storage.store(
-    makeCheckpoint({
+    createTestCheckpoint({
       jobId: "orders",
       checkpointId: 2,
       states: ["a".repeat(120), "b".repeat(2100)],
@@ -68,7 +68,7 @@ async function writeCheckpoints(): Promise<string> {
     }),
   );
   await storage.store(
-    makeCheckpoint({
+    createTestCheckpoint({
       jobId: "payments",
       checkpointId: 5,
       scope: "subtask-0-of-2",
@@ -182,7 +182,7 @@ describe("onceflow checkpoints inspect", () => {
 
   it("picks the only job by itself and asks for --job when there are several", async () => {
     const storage = filesystem(join(cwd, "single"));
-    await storage.store(makeCheckpoint({ jobId: "alone", checkpointId: 3 }));
+    await storage.store(createTestCheckpoint({ jobId: "alone", checkpointId: 3 }));
     const single = await cli(cwd, ["checkpoints", "inspect", "single"]);
     expect(single.code).toBe(0);
     expect(single.stdout).toContain("checkpoint 3 of job alone");

@@ -4,10 +4,10 @@ import {
   type CompletedCheckpoint,
   ConfigurationError,
   checksumOf,
+  createTestCheckpoint,
   retainLatestCheckpoints,
 } from "@onceflow/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTestCheckpoint } from "./test-checkpoints.js";
 
 /** Which stored checkpoint a {@link CheckpointStorageContractOptions.corrupt} hook must damage. */
 export interface CheckpointAddress {

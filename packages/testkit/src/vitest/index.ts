@@ -1,5 +1,6 @@
 // The `@onceflow/testkit/vitest` entry point: helpers for tests running under vitest.
 
+export { createTestCheckpoint } from "@onceflow/core";
 // Contract suites: a whole vitest suite for your own sink or checkpoint storage.
 export type {
   CheckpointAddress,
@@ -18,7 +19,6 @@ export {
   isSimulatedKill,
   SimulatedKillError,
 } from "../contract/fault-injection.js";
-export { createTestCheckpoint } from "../contract/test-checkpoints.js";
 export type { SharedKafkaInfo, SharedPostgresInfo } from "./provided-context.js";
 export { PROVIDED_KEYS } from "./provided-context.js";
 export type { SharedKafka } from "./shared-services.js";

@@ -2,14 +2,15 @@ import type { CompletedCheckpoint } from "../checkpoint-storage.js";
 import { createCompletedCheckpoint } from "../completed-checkpoint.js";
 
 /**
- * A consistent checkpoint for tests, with fixed timestamps and string or buffer states.
+ * A consistent checkpoint for tests of checkpoint storages and tools: fixed timestamps, string or
+ * buffer states, metadata (sizes, checksums) computed from them.
  *
  * @example
  * ```ts
- * const checkpoint = makeCheckpoint({ jobId: "orders", checkpointId: 3, states: ["a", "b"] });
+ * const checkpoint = createTestCheckpoint({ jobId: "orders", checkpointId: 3, states: ["a", "b"] });
  * ```
  */
-export function makeCheckpoint(options: {
+export function createTestCheckpoint(options: {
   jobId: string;
   checkpointId: number;
   scope?: string;
