@@ -76,19 +76,30 @@ export function twoPhaseCommitSinkContractCases<IN>(
     throw new RangeError(`recordsPerCheckpoint must be a whole number of at least 1, got ${perCheckpoint}`);
   }
   const R = perCheckpoint;
+  // The steps most cases begin and end with.
+  const startAndWrite = async (s: ContractSubtask<IN>) => {
+    await s.start();
+    await s.write(R);
+  };
+  const finishAndCheck = async (s: ContractSubtask<IN>, check: Checks) => {
+    await s.finish(R);
+    await check.all();
+  };
+  const recoverAndFinish = async (s: ContractSubtask<IN>, check: Checks) => {
+    await s.start({ restore: "latest" });
+    await finishAndCheck(s, check);
+  };
   const definitions: CaseDefinition<IN>[] = [
     {
       id: "commits-each-checkpoint",
       title: "several checkpoints, each committed on completion: every record once",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const first = await s.checkpoint();
         await check.exactly(s.inputBefore(first), "after checkpoint 1 completed");
         await s.write(R);
         await s.checkpoint();
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
@@ -96,8 +107,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "nothing is visible after invoke, after pre-commit, or after the checkpoint is stored; all of it after notifyCheckpointComplete",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await check.exactly([], "after invoke, before the checkpoint");
         const id = await s.snapshot();
         await check.exactly([], "after pre-commit (snapshotState)");
@@ -105,8 +115,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await check.exactly([], "after the checkpoint was stored, before notifyCheckpointComplete");
         await s.notifyComplete(id);
         await check.exactly(s.inputBefore(id), "after notifyCheckpointComplete");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
@@ -114,14 +123,11 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "invoke throws after writing into the transaction: the attempt fails, close aborts, the restore replays",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         s.faults.add({ step: "invoke", when: "after", fault: "fatal" });
         await s.expectFailureOf("invoke", () => s.write(R));
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -129,64 +135,53 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "preCommit throws after its work: the checkpoint fails, close aborts the pre-committed transaction, the restore replays",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         s.faults.add({ step: "preCommit", when: "after", fault: "fatal" });
         await s.expectFailureOf("preCommit", () => s.snapshot());
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
       id: "throw-in-commit",
       title: "commit fails for good: the attempt fails, the restore commits the pending transaction",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const id = await s.snapshot();
         s.store(id);
         s.faults.add({ step: "commit", when: "before", fault: "fatal" });
         await s.expectFailureOf("commit", () => s.notifyComplete(id));
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
       id: "commit-succeeds-on-retry",
       title: "commit fails once before reaching the external system, then succeeds on retry",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         s.faults.add({ step: "commit", when: "before", fault: "throw" });
         const id = await s.checkpoint();
         await check.exactly(s.inputBefore(id), "after the retried commit");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
       id: "commit-applied-then-retried",
       title: "commit reaches the external system but reports an error once: the retry must be idempotent",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         s.faults.add({ step: "commit", when: "after", fault: "throw" });
         const id = await s.checkpoint();
         await check.exactly(s.inputBefore(id), "after the retried commit");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
       id: "throw-in-recover-and-commit",
       title: "recoverAndCommit fails during the restore: the next restore of the same checkpoint commits it",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         s.store(await s.snapshot());
         await s.kill();
         await s.expectFailureOf("recoverAndCommit", () =>
@@ -195,9 +190,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
             faults: [{ step: "recoverAndCommit", when: "before", fault: "fatal" }],
           }),
         );
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -205,26 +198,20 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed after invoke, before any checkpoint: a fresh start must not let the dead instance's data in",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.kill();
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
       id: "kill-after-invoke",
       title: "killed after invoke, between two checkpoints: the open transaction is abandoned and replayed",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         await s.kill();
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -232,15 +219,12 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed right after preCommit, before the next transaction began: the checkpoint never completes",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         s.faults.add({ step: "preCommit", when: "after", fault: "kill" });
         await s.expectKilledBy("preCommit", () => s.snapshot());
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -248,24 +232,20 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed after snapshotState returned, before the checkpoint was stored: its transaction is discarded, its id reused",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         await s.snapshot();
         await s.write(R);
         await s.kill();
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
       id: "kill-after-checkpoint-stored",
       title: "killed after the checkpoint was stored, before notifyCheckpointComplete: recovery commits it",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const id = await s.snapshot();
         s.store(id);
         await s.write(R);
@@ -273,8 +253,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await check.exactly([], "after the kill, before recovery (the commit had not run)");
         await s.start({ restore: "latest" });
         await check.exactly(s.inputBefore(id), "after recovery");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
@@ -282,15 +261,12 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed after commit reached the external system, before the sink knew: recovery commits again, idempotently",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const id = await s.snapshot();
         s.store(id);
         s.faults.add({ step: "commit", when: "after", fault: "kill" });
         await s.expectKilledBy("commit", () => s.notifyComplete(id));
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -298,14 +274,11 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed after notifyCheckpointComplete returned: recovery's commit of the committed transaction changes nothing",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         await s.kill();
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -313,8 +286,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed right after recoverAndCommit during a restore: the next restore commits the same transaction again",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         s.store(await s.snapshot());
         await s.kill();
         await s.expectKilledBy("recoverAndCommit", () =>
@@ -323,9 +295,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
             faults: [{ step: "recoverAndCommit", when: "after", fault: "kill" }],
           }),
         );
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -333,8 +303,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "killed right after recoverAndAbort of the restored open transaction: the next restore aborts it again",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         await s.checkpoint();
         await s.write(R);
         s.store(await s.snapshot());
@@ -343,9 +312,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await s.expectKilledBy("recoverAndAbort", () =>
           s.start({ restore: "latest", faults: [{ step: "recoverAndAbort", when: "after", fault: "kill" }] }),
         );
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
@@ -353,37 +320,31 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "two stored checkpoints whose notifications were lost, then a kill: recovery commits both, in order",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         s.store(await s.snapshot());
         await s.write(R);
         s.store(await s.snapshot());
         await s.write(R);
         await s.kill();
-        await s.start({ restore: "latest" });
-        await s.finish(R);
-        await check.all();
+        await recoverAndFinish(s, check);
       },
     },
     {
       id: "notify-complete-twice",
       title: "notifyCheckpointComplete repeated: the second one commits nothing again",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const id = await s.checkpoint();
         await s.notifyComplete(id);
         await check.exactly(s.inputBefore(id), "after the repeated notification");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
       id: "notify-out-of-order",
       title: "notifications out of order (2 before 1): checkpoint 2 subsumes 1, the late 1 commits nothing",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const first = await s.snapshot();
         s.store(first);
         await s.write(R);
@@ -392,24 +353,21 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await s.notifyComplete(second);
         await s.notifyComplete(first);
         await check.exactly(s.inputBefore(second), "after notifications 2 then 1");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
       id: "notify-aborted-then-complete",
       title: "checkpoint 1 aborted: its transaction waits and commits with checkpoint 2",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const first = await s.snapshot();
         await s.notifyAborted(first);
         await check.exactly([], "after the aborted checkpoint");
         await s.write(R);
         const second = await s.checkpoint();
         await check.exactly(s.inputBefore(second), "after checkpoint 2 completed");
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
@@ -417,8 +375,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
       title:
         "the same checkpoint restored twice (the first restored instance killed after writing): commits once, nothing of the dead instances leaks",
       body: async (s, check) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const id = await s.snapshot();
         s.store(id);
         await s.kill();
@@ -426,8 +383,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await s.write(R);
         await s.kill();
         await s.start({ restore: id });
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {
@@ -436,8 +392,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         "an older checkpoint restored after newer ones: its transactions commit once, nothing is lost, uncommitted later transactions are discarded",
       records: (r) => 4 * r,
       body: async (s) => {
-        await s.start();
-        await s.write(R);
+        await startAndWrite(s);
         const first = await s.checkpoint();
         await s.write(R);
         const second = await s.checkpoint();
@@ -475,8 +430,7 @@ export function twoPhaseCommitSinkContractCases<IN>(
         await s.write(R);
         await s.checkpoint();
         await s.checkpoint();
-        await s.finish(R);
-        await check.all();
+        await finishAndCheck(s, check);
       },
     },
     {

@@ -3,17 +3,21 @@ import { runSeededChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { sharedKafkaBrokers as kafkaBrokers, sharedPostgresUrl as postgresUrl } from "./kafka-services.js";
 
-// The short CI configuration of the Kafka → PostgreSQL chaos run against the shared broker and PostgreSQL (the long one:
-// `npm run chaos -- --pipeline kafka-to-postgres`). ONCEFLOW_CHAOS_SEED=<seed> replays its kill schedule.
+// The short CI configuration of the Kafka → Kafka and Kafka → PostgreSQL chaos runs against the
+// shared broker and PostgreSQL (the long ones: `npm run chaos -- --pipeline kafka-to-kafka|kafka-to-postgres`).
+// ONCEFLOW_CHAOS_SEED=<seed> replays a kill schedule.
 
-describe("chaos: Kafka → PostgreSQL under repeated SIGKILL", () => {
+describe.each([
+  { title: "Kafka → Kafka", sink: "kafka" },
+  { title: "Kafka → PostgreSQL", sink: "postgres" },
+] as const)("chaos: $title under repeated SIGKILL", ({ sink }) => {
   it("commits every input exactly once, in order per key, after 20 random kills", {
     timeout: 150_000,
   }, async () => {
     const report = await runSeededChaos((seed, log) =>
       runKafkaChaos({
-        sink: "postgres",
-        postgresUrl: postgresUrl(),
+        sink,
+        ...(sink === "postgres" ? { postgresUrl: postgresUrl() } : {}),
         seed,
         kills: 20,
         records: 3000,
