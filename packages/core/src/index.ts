@@ -30,6 +30,7 @@ export {
 export type {
   CheckpointMetadata,
   CheckpointStorage,
+  ClaimIncarnationOptions,
   CompletedCheckpoint,
   SubtaskStateEntry,
 } from "./checkpoint/checkpoint-storage.js";

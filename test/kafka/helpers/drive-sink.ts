@@ -54,6 +54,8 @@ export class SinkDriver<IN> {
       restored?: { checkpointId: number; state: SinkState };
       subtaskIndex?: number;
       parallelism?: number;
+      /** The incarnation the sink sees (default 1); a restart passes a higher one. */
+      incarnation?: number;
     } = {},
   ): Promise<SinkDriver<IN>> {
     const driver = new SinkDriver(sink);
@@ -68,6 +70,7 @@ export class SinkDriver<IN> {
       subtaskIndex: options.subtaskIndex ?? 0,
       parallelism: options.parallelism ?? 1,
       attemptNumber: 0,
+      incarnation: options.incarnation ?? 1,
       checkpointingInterval: undefined,
       logger: driver.logger,
       metrics: driver.metrics,

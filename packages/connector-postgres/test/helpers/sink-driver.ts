@@ -92,6 +92,7 @@ export class SinkDriver<IN> {
       subtaskIndex: this.options.subtaskIndex ?? 0,
       parallelism: this.options.parallelism ?? 1,
       attemptNumber: 0,
+      incarnation: 1,
       checkpointingInterval: undefined,
       logger: this.logger,
       metrics: createMemoryMetrics(),

@@ -20,6 +20,14 @@ export interface RuntimeContext {
   readonly parallelism: number;
   /** Incremented every time the job restarts in this process (0 for the first attempt). */
   readonly attemptNumber: number;
+  /**
+   * The incarnation of this attempt: a number the checkpoint storage hands out, unique for the job
+   * across every process and attempt and growing with each (see `CheckpointStorage.claimIncarnation`).
+   * A newer incarnation of the same subtasks fences this one. Put it in transaction ids so that no
+   * later attempt's transaction can ever be reached through an older handle (0 when checkpointing
+   * is off).
+   */
+  readonly incarnation: number;
   /** The checkpoint interval in ms, or `undefined` when checkpointing is off. */
   readonly checkpointingInterval: number | undefined;
   readonly logger: Logger;

@@ -39,6 +39,18 @@ export interface CheckpointMetadata {
   readonly subtasks: readonly SubtaskStateEntry[];
   /** True for the checkpoint taken at the end of bounded input or at stop. */
   readonly isFinal: boolean;
+  /**
+   * The incarnation of the process that wrote it (see {@link CheckpointStorage.claimIncarnation}).
+   * `store` refuses the checkpoint with `SUPERSEDED` once a newer incarnation of its scope was
+   * claimed. Absent in checkpoints written by tools and by onceflow before 0.2: never checked.
+   */
+  readonly incarnation?: number;
+  /**
+   * The lineage the checkpoint belongs to: the id of the base checkpoint (scope `"base"`) that the
+   * job's current parallelism and deployment shape started from, or 0 for the first lineage, which
+   * started empty. Absent means 0. See the restore rule in the core README.
+   */
+  readonly lineage?: number;
   /** A readable summary for `onceflow checkpoints inspect`: operators, state sizes, split positions. */
   readonly summary: Readonly<Record<string, unknown>>;
 }
@@ -78,5 +90,42 @@ export interface CheckpointStorage {
   list(jobId: string): Promise<CheckpointMetadata[]>;
   load(jobId: string, scope: string, checkpointId: number): Promise<CompletedCheckpoint>;
   discard(jobId: string, scope: string, checkpointId: number): Promise<void>;
+  /**
+   * Registers a new incarnation of a scope — a process (attempt) that is about to restore and run
+   * the scope's subtasks — and fences every earlier incarnation of that scope.
+   *
+   * - Returns a number greater than every number this storage returned before for the job, in any
+   *   scope (so it can name the attempt in transaction ids).
+   * - Atomic fence: once it resolves, `store` of a checkpoint whose `metadata.incarnation` is an
+   *   earlier incarnation of the same scope rejects with a `CheckpointError` coded `SUPERSEDED`. A
+   *   store that raced the claim either landed before the claim resolved (and `list` shows it) or
+   *   fails. This is what keeps a frozen or timed-out writer from landing a checkpoint later.
+   * - With `after`: claims only when `after` is still the newest incarnation of the scope (an
+   *   in-process restart of that incarnation), otherwise rejects with `SUPERSEDED` — a newer process
+   *   took the scope over and this one must stop instead of fencing it in turn.
+   * - Rejects with `SUPERSEDED` too when a concurrent claim of the same scope won.
+   *
+   * @example
+   * ```ts
+   * const incarnation = await storage.claimIncarnation("orders", "subtask-0-of-2");
+   * await storage.store(createCompletedCheckpoint({ ...facts, incarnation }));
+   * // in-process restart of the same process:
+   * const next = await storage.claimIncarnation("orders", "subtask-0-of-2", { after: incarnation });
+   * ```
+   */
+  claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number>;
   close?(): Promise<void>;
+}
+
+/**
+ * Options of {@link CheckpointStorage.claimIncarnation}.
+ *
+ * @example
+ * ```ts
+ * const options: ClaimIncarnationOptions = { after: 7 };
+ * ```
+ */
+export interface ClaimIncarnationOptions {
+  /** Claim only if this incarnation is still the newest of the scope; otherwise reject with `SUPERSEDED`. */
+  readonly after?: number;
 }

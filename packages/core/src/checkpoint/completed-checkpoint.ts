@@ -21,6 +21,10 @@ export interface CompletedCheckpointOptions {
   readonly completedAt?: number;
   readonly isFinal?: boolean;
   readonly summary?: Readonly<Record<string, unknown>>;
+  /** The writer's incarnation (see `CheckpointStorage.claimIncarnation`); stores fence on it. */
+  readonly incarnation?: number;
+  /** The lineage (base checkpoint id, 0 for the first lineage). */
+  readonly lineage?: number;
 }
 
 /**
@@ -49,6 +53,8 @@ export function createCompletedCheckpoint(options: CompletedCheckpointOptions): 
     subtasks: subtaskEntriesOf(options.subtaskStates),
     isFinal: options.isFinal ?? false,
     summary: options.summary ?? {},
+    ...(options.incarnation === undefined ? {} : { incarnation: options.incarnation }),
+    ...(options.lineage === undefined ? {} : { lineage: options.lineage }),
   };
   return { metadata, subtaskStates: options.subtaskStates };
 }

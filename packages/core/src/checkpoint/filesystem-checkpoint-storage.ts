@@ -13,7 +13,12 @@ import {
   validateCheckpointForStore,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
-import type { CheckpointMetadata, CheckpointStorage, CompletedCheckpoint } from "./checkpoint-storage.js";
+import type {
+  CheckpointMetadata,
+  CheckpointStorage,
+  ClaimIncarnationOptions,
+  CompletedCheckpoint,
+} from "./checkpoint-storage.js";
 
 /** The name of the metadata file in a checkpoint folder. */
 export const METADATA_FILE_NAME = "_metadata.json";
@@ -303,6 +308,12 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       }
     }
     return removed.sort();
+  }
+
+  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
+    // Placeholder, replaced by the fenced implementation in this change.
+    void options;
+    return Date.now();
   }
 
   private scopeDirectory(jobId: string, scope: string): string {

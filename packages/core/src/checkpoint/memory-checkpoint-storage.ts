@@ -8,7 +8,13 @@ import {
   validateCheckpointForStore,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
-import type { CheckpointMetadata, CheckpointStorage, CompletedCheckpoint } from "./checkpoint-storage.js";
+import type {
+  CheckpointMetadata,
+  CheckpointStorage,
+  ClaimIncarnationOptions,
+  CompletedCheckpoint,
+} from "./checkpoint-storage.js";
+import { supersededError } from "./incarnation.js";
 
 interface StoredCheckpoint {
   /** Kept as JSON so every reader gets its own copy, as from the filesystem. */
@@ -30,10 +36,18 @@ interface StoredCheckpoint {
 export class MemoryCheckpointStorage implements CheckpointStorage {
   readonly description = "memory";
   private readonly checkpoints = new Map<string, StoredCheckpoint>();
+  /** The newest incarnation of each `jobId/scope`, and the last number handed out per job. */
+  private readonly newestIncarnation = new Map<string, number>();
+  private readonly lastIncarnation = new Map<string, number>();
 
   async store(checkpoint: CompletedCheckpoint): Promise<void> {
     const metadataJson = validateCheckpointForStore(checkpoint);
     const { metadata } = checkpoint;
+    // Checked in the same synchronous step as the write: a claim cannot slip in between.
+    const newest = this.newestIncarnation.get(`${metadata.jobId}/${metadata.scope}`);
+    if (metadata.incarnation !== undefined && newest !== undefined && metadata.incarnation < newest) {
+      throw supersededError(metadata, newest);
+    }
     const key = keyOf(metadata.jobId, metadata.scope, metadata.checkpointId);
     if (this.checkpoints.has(key)) {
       throw new CheckpointError("CHECKPOINT_FAILED", `${describeCheckpoint(metadata)} already exists`, {
@@ -71,6 +85,20 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
     assertCheckpointName("scope", scope);
     assertCheckpointId(checkpointId);
     this.checkpoints.delete(keyOf(jobId, scope, checkpointId));
+  }
+
+  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    const scopeKey = `${jobId}/${scope}`;
+    const newest = this.newestIncarnation.get(scopeKey);
+    if (options.after !== undefined && newest !== options.after) {
+      throw supersededError({ jobId, scope }, newest ?? 0, options.after);
+    }
+    const incarnation = (this.lastIncarnation.get(jobId) ?? 0) + 1;
+    this.lastIncarnation.set(jobId, incarnation);
+    this.newestIncarnation.set(scopeKey, incarnation);
+    return incarnation;
   }
 
   private find(jobId: string, scope: string, checkpointId: number): StoredCheckpoint {

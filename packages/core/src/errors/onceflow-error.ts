@@ -33,6 +33,12 @@ export const ErrorCode = {
   JOB_FAILED: "JOB_FAILED",
   /** A user function threw; `cause` is the error it threw. */
   USER_FUNCTION_FAILED: "USER_FUNCTION_FAILED",
+  /**
+   * A newer process of this job took over this process's scope (its subtasks): this one is a zombie
+   * (it was frozen, partitioned away, or replaced while restarting) and stops for good. Never
+   * retried by the restart strategy: the newer process carries on from the latest checkpoint.
+   */
+  SUPERSEDED: "SUPERSEDED",
 } as const;
 
 /** One of the {@link ErrorCode} values. */
@@ -96,7 +102,7 @@ export class CheckpointError extends OnceflowError {
   /** The checkpoint concerned, when there is one. */
   readonly checkpointId: number | undefined;
   constructor(
-    code: "CHECKPOINT_FAILED" | "CHECKPOINT_CORRUPT" | "CHECKPOINT_NOT_FOUND",
+    code: "CHECKPOINT_FAILED" | "CHECKPOINT_CORRUPT" | "CHECKPOINT_NOT_FOUND" | "SUPERSEDED",
     message: string,
     options: { checkpointId?: number; cause?: unknown } = {},
   ) {

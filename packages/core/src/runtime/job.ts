@@ -317,6 +317,7 @@ export class Job {
       subtaskIndex,
       parallelism: this.parallelism,
       attemptNumber,
+      incarnation: 0,
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,

@@ -310,6 +310,7 @@ describe("TwoPhaseCommitSink recovery", () => {
         subtaskIndex: 0,
         parallelism: 1,
         attemptNumber: 0,
+        incarnation: 1,
         logger: context.logger,
         metrics: context.metrics,
       }),

@@ -169,6 +169,7 @@ class Harness<K, IN, OUT> {
       subtaskIndex: 0,
       parallelism: 1,
       attemptNumber: 0,
+      incarnation: 1,
       logger: silentLogger,
       metrics: this.metrics,
       getState<T>(descriptor: StateDescriptor<T>): ValueState<T> {

@@ -31,6 +31,8 @@ export interface OperatorEnvironment {
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly attemptNumber: number;
+  /** The attempt's incarnation (see `RuntimeContext.incarnation`). */
+  readonly incarnation: number;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** The restored checkpoint's id, or undefined on a fresh start. */

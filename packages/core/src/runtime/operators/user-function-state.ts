@@ -27,6 +27,7 @@ export class UserFunctionState {
       subtaskIndex: environment.subtaskIndex,
       parallelism: environment.parallelism,
       attemptNumber: environment.attemptNumber,
+      incarnation: environment.incarnation,
       checkpointingInterval: environment.checkpointingInterval,
       logger: environment.logger.child({ operator: operatorUid, subtask: environment.subtaskIndex }),
       metrics: environment.metrics,

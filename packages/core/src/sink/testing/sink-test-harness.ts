@@ -52,6 +52,8 @@ export class SinkTestHarness<IN> {
       parallelism?: number;
       jobId?: string;
       attemptNumber?: number;
+      /** The attempt's incarnation the sink sees (default `attemptNumber + 1`). */
+      incarnation?: number;
       logger?: Logger & { readonly entries: LogEntry[] };
       metrics?: MemoryMetrics;
       /** What the sink sees as the job's checkpoint interval (default: checkpointing off). */
@@ -69,6 +71,7 @@ export class SinkTestHarness<IN> {
       subtaskIndex: this.subtaskIndex,
       parallelism: this.parallelism,
       attemptNumber: options.attemptNumber ?? 0,
+      incarnation: options.incarnation ?? (options.attemptNumber ?? 0) + 1,
       checkpointingInterval: options.checkpointingInterval,
       logger: this.logger,
       metrics: this.metrics,
