@@ -3,6 +3,7 @@ import {
   CheckpointError,
   type CheckpointMetadata,
   type CheckpointStorage,
+  type ClaimIncarnationOptions,
   type CompletedCheckpoint,
   ConfigurationError,
   type Logger,
@@ -314,6 +315,14 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
    * await storage.discard("orders", "all", 9);
    * ```
    */
+  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
+    // Placeholder, replaced by the fenced implementation in this change.
+    void jobId;
+    void scope;
+    void options;
+    return Date.now();
+  }
+
   async discard(jobId: string, scope: string, checkpointId: number): Promise<void> {
     assertName("jobId", jobId);
     assertName("scope", scope);
