@@ -39,6 +39,13 @@ export const ErrorCode = {
    * retried by the restart strategy: the newer process carries on from the latest checkpoint.
    */
   SUPERSEDED: "SUPERSEDED",
+  /**
+   * The external system refuses a record for good (a NOT NULL or CHECK constraint, a value of the
+   * wrong type, a record too large): retrying cannot help, so the job stops at once instead of
+   * restarting. `details` name the record (its source position or the sink's row) and, where the
+   * system says which, the column. Fix the data or the schema, then restart from the checkpoint.
+   */
+  RECORD_REJECTED: "RECORD_REJECTED",
 } as const;
 
 /** One of the {@link ErrorCode} values. */
