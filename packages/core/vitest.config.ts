@@ -1,6 +1,13 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-// Unit tests of @onceflow/core alone: no external services.
+// This package's tests alone, from any folder: `npx vitest run` here, or
+// `npx vitest run -c packages/core/vitest.config.ts` from the repository root. The root config runs
+// the same files in CI. Unit tests only: no Kafka, no PostgreSQL, so no global setup.
 export default defineConfig({
-  test: { include: ["src/**/*.test.ts"], testTimeout: 60_000 },
+  root: fileURLToPath(new URL(".", import.meta.url)),
+  test: {
+    include: ["src/**/*.test.ts"],
+    testTimeout: 60_000,
+  },
 });

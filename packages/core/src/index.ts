@@ -77,7 +77,7 @@ export { DataStream, KeyedStream, WindowedStream } from "./runtime/data-stream.j
 export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
 export { Job } from "./runtime/job.js";
 export type { RestartStrategy } from "./runtime/restart-strategy.js";
-export type { RestoreSetting } from "./runtime/restore-plan.js";
+export type { RestoreSetting } from "./runtime/restore/restore-plan.js";
 export type { CollectTransaction } from "./sink/collect-sink.js";
 export { CollectedOutput, CollectSink } from "./sink/collect-sink.js";
 export { DiscardingSink } from "./sink/discarding-sink.js";

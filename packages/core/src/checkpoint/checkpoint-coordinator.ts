@@ -1,4 +1,4 @@
-import { CheckpointError } from "../errors/onceflow-error.js";
+import { CheckpointError, ConfigurationError, OnceflowError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
 import type { Subtask } from "../runtime/subtask.js";
@@ -23,8 +23,12 @@ export interface CheckpointCoordinatorOptions {
   /** Undefined when checkpointing is off: then only the final commit at the end runs (nothing stored). */
   readonly storage: CheckpointStorage | undefined;
   readonly checkpointing: ResolvedCheckpointing | undefined;
-  /** Ids continue after this one (the restored or newest stored checkpoint). */
+  /** Ids continue after this one (the highest stored or triggered so far). */
   readonly lastCheckpointId: number;
+  /** The incarnation this attempt claimed for `scope`: stores are fenced on it. */
+  readonly incarnation: number;
+  /** The lineage the checkpoints belong to (see the restore planner). */
+  readonly lineage: number;
   /** A short summary of operators for the metadata, as `onceflow checkpoints inspect` shows it. */
   readonly describe: (subtaskStates: ReadonlyMap<number, Buffer>) => Record<string, unknown>;
   readonly logger: Logger;
@@ -33,18 +37,45 @@ export interface CheckpointCoordinatorOptions {
   readonly onFailure: (error: unknown) => void;
 }
 
+/** How long shutdown waits for a checkpoint in flight to settle, at most. */
+const SETTLE_ON_SHUTDOWN_MS = 3_000;
+
+/**
+ * A checkpoint that did not complete. `definitive`: it can never become restorable (its snapshot
+ * failed before anything was stored, or its store was fenced and did not land) — operators are told
+ * with `notifyCheckpointAborted`. Otherwise its fate is unknown and nothing is told.
+ */
+class CheckpointFailure extends CheckpointError {
+  constructor(
+    checkpointId: number,
+    message: string,
+    readonly definitive: boolean,
+    cause?: unknown,
+  ) {
+    super("CHECKPOINT_FAILED", message, { checkpointId, cause });
+  }
+}
+
 /**
  * Triggers checkpoints on every subtask of this process, stores the completed ones atomically,
  * keeps the last N, and tells every operator when one completed — Flink's `CheckpointCoordinator`,
  * with at most one checkpoint in flight.
+ *
+ * A checkpoint is declared failed only once it can no longer become restorable: when its store
+ * fails or times out, the coordinator claims a newer incarnation of its scope — which fences the
+ * store still running — and then looks: a store that landed after all counts as completed (late),
+ * one that did not is failed for good (invariant 2 in DESIGN.md).
  */
 export class CheckpointCoordinator {
   private lastCheckpointId: number;
-  private inFlight: Promise<void> | undefined;
+  private incarnation: number;
+  private inFlight: Promise<number> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private consecutiveFailures = 0;
   private lastCompletedAt = 0;
+  /** Checkpoints failed for good in this attempt: what nothing stored can reference. */
+  private readonly definitelyFailed: number[] = [];
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
@@ -52,6 +83,7 @@ export class CheckpointCoordinator {
 
   constructor(private readonly options: CheckpointCoordinatorOptions) {
     this.lastCheckpointId = options.lastCheckpointId;
+    this.incarnation = options.incarnation;
     this.durations = options.metrics.histogram(MetricNames.checkpointDurationMs, "Checkpoint duration (ms)");
     this.sizes = options.metrics.histogram(MetricNames.checkpointSizeBytes, "Checkpoint size (bytes)");
     this.lastCompleted = options.metrics.gauge(
@@ -66,6 +98,16 @@ export class CheckpointCoordinator {
     return this.lastCheckpointId;
   }
 
+  /** The newest incarnation this attempt holds (a store failure moves it on, see the class doc). */
+  get currentIncarnation(): number {
+    return this.incarnation;
+  }
+
+  /** Checkpoints of this attempt that failed for good, ascending. */
+  get failedCheckpointIds(): readonly number[] {
+    return this.definitelyFailed;
+  }
+
   /** Starts periodic checkpoints (no-op when checkpointing is off). */
   start(): void {
     if (this.options.checkpointing) this.schedule(this.options.checkpointing.interval);
@@ -78,6 +120,42 @@ export class CheckpointCoordinator {
   }
 
   /**
+   * Triggers a checkpoint now (after the one in flight, if any) and resolves with its id once it
+   * is stored and every operator was told it completed; rejects when it failed.
+   */
+  async triggerCheckpoint(): Promise<number> {
+    if (!this.options.storage || !this.options.checkpointing) {
+      throw new ConfigurationError("checkpointing", "is off: there is no checkpoint to trigger");
+    }
+    while (this.inFlight) await this.inFlight.catch(() => undefined);
+    if (this.stopped) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        "the job is stopping: no checkpoint is triggered any more",
+      );
+    }
+    if (this.timer) clearTimeout(this.timer);
+    return this.startCheckpoint();
+  }
+
+  /**
+   * Waits (a few seconds at most) for a checkpoint in flight to settle, so that shutdown knows
+   * whether it was stored. Never rejects.
+   */
+  async settle(): Promise<void> {
+    const inFlight = this.inFlight;
+    if (inFlight === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      inFlight.catch(() => undefined),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SETTLE_ON_SHUTDOWN_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
    * Takes the last checkpoint (end of input or stop) and waits until every operator was told it
    * completed, so the last transactions are committed. With checkpointing off, the snapshot and
    * the commit run without storing anything.
@@ -86,7 +164,12 @@ export class CheckpointCoordinator {
     this.stop();
     await this.inFlight?.catch(() => undefined);
     const checkpointId = ++this.lastCheckpointId;
-    await this.runCheckpoint(checkpointId, true);
+    try {
+      await this.runCheckpoint(checkpointId, true);
+    } catch (error) {
+      this.recordFailure(checkpointId, error);
+      throw error;
+    }
     await this.notifyComplete(checkpointId);
     return checkpointId;
   }
@@ -99,93 +182,173 @@ export class CheckpointCoordinator {
 
   private triggerPeriodic(): void {
     if (this.stopped || this.inFlight) return;
+    this.startCheckpoint().catch(() => undefined);
+  }
+
+  private startCheckpoint(): Promise<number> {
     const checkpointing = this.options.checkpointing!;
-    const triggeredAt = Date.now();
+    const triggeredAt = performance.now();
     const checkpointId = ++this.lastCheckpointId;
-    this.inFlight = this.runCheckpoint(checkpointId, false)
-      .then(() => {
+    const running = this.runCheckpoint(checkpointId, false).then(
+      async () => {
         this.consecutiveFailures = 0;
         // A failed commit fails the subtask loop itself, which fails the attempt.
-        this.notifyComplete(checkpointId).catch(() => undefined);
-      })
-      .catch((error: unknown) => this.handleFailure(checkpointId, error))
-      .finally(() => {
-        this.inFlight = undefined;
-        const sinceTrigger = Date.now() - triggeredAt;
-        const sinceCompletion = Date.now() - this.lastCompletedAt;
-        this.schedule(
-          Math.max(checkpointing.interval - sinceTrigger, checkpointing.minPauseBetween - sinceCompletion, 0),
-        );
-      });
+        await this.notifyComplete(checkpointId);
+        return checkpointId;
+      },
+      (error: unknown) => {
+        this.handleFailure(checkpointId, error);
+        throw error;
+      },
+    );
+    const tracked = running.finally(() => {
+      if (this.inFlight === tracked) this.inFlight = undefined;
+      const sinceTrigger = performance.now() - triggeredAt;
+      const sinceCompletion = performance.now() - this.lastCompletedAt;
+      this.schedule(
+        Math.max(checkpointing.interval - sinceTrigger, checkpointing.minPauseBetween - sinceCompletion, 0),
+      );
+    });
+    tracked.catch(() => undefined);
+    this.inFlight = tracked;
+    return running;
+  }
+
+  private recordFailure(checkpointId: number, error: unknown): boolean {
+    this.failures.inc(1, { job: this.options.jobId });
+    const definitive = error instanceof CheckpointFailure && error.definitive;
+    if (definitive) this.definitelyFailed.push(checkpointId);
+    this.options.logger.warn(
+      { checkpointId, err: error, definitive, consecutiveFailures: this.consecutiveFailures + 1 },
+      definitive
+        ? "checkpoint failed; it can never be restored"
+        : "checkpoint failed; whether its store landed is unknown: a restart finds out",
+    );
+    return definitive;
   }
 
   private handleFailure(checkpointId: number, error: unknown): void {
-    this.failures.inc(1, { job: this.options.jobId });
+    const definitive = this.recordFailure(checkpointId, error);
     this.consecutiveFailures++;
     const tolerable = this.options.checkpointing?.tolerableFailures ?? 0;
-    this.options.logger.warn(
-      { checkpointId, error: String(error), consecutiveFailures: this.consecutiveFailures },
-      "checkpoint failed",
-    );
-    for (const subtask of this.options.subtasks) {
-      subtask.notifyCheckpointAborted(checkpointId).catch(() => undefined);
+    // Only a checkpoint that can never be restored is reported aborted: sinks may then give up
+    // what only it carried (see TwoPhaseCommitSink.close).
+    if (definitive) {
+      for (const subtask of this.options.subtasks) {
+        subtask.notifyCheckpointAborted(checkpointId).catch(() => undefined);
+      }
     }
-    if (this.consecutiveFailures > tolerable) {
+    const superseded = error instanceof OnceflowError && error.code === "SUPERSEDED";
+    if (superseded || !definitive || this.consecutiveFailures > tolerable) {
       this.stop();
       this.options.onFailure(
-        new CheckpointError(
-          "CHECKPOINT_FAILED",
-          `checkpoint ${checkpointId} failed and ${this.consecutiveFailures} failures in a row exceed checkpointing.tolerableFailures (${tolerable}): ${String(error instanceof Error ? error.message : error)}`,
-          { checkpointId, cause: error },
-        ),
+        superseded
+          ? error
+          : new CheckpointError(
+              "CHECKPOINT_FAILED",
+              definitive
+                ? `checkpoint ${checkpointId} failed and ${this.consecutiveFailures} failures in a row exceed checkpointing.tolerableFailures (${tolerable}): ${messageOf(error)}`
+                : `checkpoint ${checkpointId} failed and whether it was stored is unknown, so this attempt cannot go on: ${messageOf(error)}`,
+              { checkpointId, cause: error },
+            ),
       );
     }
   }
 
   // The timeout covers the snapshots and the store: a checkpoint is not complete before it is durable.
-  private runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
-    return withTimeout(
-      this.takeCheckpoint(checkpointId, isFinal),
-      this.options.checkpointing?.timeout,
-      checkpointId,
-    );
-  }
-
-  private async takeCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
-    const states = await Promise.all(
+    const started = performance.now();
+    const timeout = checkpointing?.timeout;
+    const snapshots = Promise.all(
       subtasks.map((subtask) =>
         subtask.triggerCheckpoint({ checkpointId, checkpointTimestamp: triggeredAt, isFinal }, parallelism),
       ),
     );
+    let states: Buffer[];
+    try {
+      states = await withTimeout(snapshots, timeout, checkpointId, "its snapshots");
+    } catch (error) {
+      // Nothing was handed to the storage, and nothing will be: failed for good.
+      snapshots.catch(() => undefined);
+      throw new CheckpointFailure(
+        checkpointId,
+        `checkpoint ${checkpointId}: ${messageOf(error)}`,
+        true,
+        error,
+      );
+    }
+    if (!storage || !checkpointing) return;
     const subtaskStates = new Map<number, Buffer>();
     for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
-    if (storage && checkpointing) {
-      const checkpoint = createCompletedCheckpoint({
-        jobId: this.options.jobId,
-        checkpointId,
-        scope: this.options.scope,
-        parallelism,
-        subtaskStates,
-        triggeredAt,
-        isFinal,
-        summary: this.options.describe(subtaskStates),
-      });
-      const { metadata } = checkpoint;
-      await storage.store(checkpoint);
-      const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
-      this.lastCompletedAt = Date.now();
-      this.durations.observe(this.lastCompletedAt - triggeredAt, { job: this.options.jobId });
-      this.sizes.observe(bytes, { job: this.options.jobId });
-      this.lastCompleted.set(checkpointId, { job: this.options.jobId });
-      this.options.logger.info(
-        { checkpointId, durationMs: this.lastCompletedAt - triggeredAt, bytes, isFinal },
-        "checkpoint completed",
+    const checkpoint = createCompletedCheckpoint({
+      jobId: this.options.jobId,
+      checkpointId,
+      scope: this.options.scope,
+      parallelism,
+      subtaskStates,
+      triggeredAt,
+      isFinal,
+      incarnation: this.incarnation,
+      lineage: this.options.lineage,
+      summary: this.options.describe(subtaskStates),
+    });
+    const storing = storage.store(checkpoint);
+    try {
+      const remaining =
+        timeout === undefined ? undefined : Math.max(1, timeout - (performance.now() - started));
+      await withTimeout(storing, remaining, checkpointId, "its store");
+    } catch (error) {
+      storing.catch(() => undefined); // its outcome is settled by the fence below
+      if (!(await this.fenceAndFind(checkpointId, error))) {
+        throw new CheckpointFailure(
+          checkpointId,
+          `checkpoint ${checkpointId} was not stored: ${messageOf(error)}`,
+          true,
+          error,
+        );
+      }
+      this.options.logger.warn(
+        { checkpointId, err: error },
+        "checkpoint stored late; it counts as completed",
       );
-      await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
-        scope: this.options.scope,
-      });
+    }
+    const { metadata } = checkpoint;
+    const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
+    this.lastCompletedAt = performance.now();
+    this.durations.observe(this.lastCompletedAt - started, { job: this.options.jobId });
+    this.sizes.observe(bytes, { job: this.options.jobId });
+    this.lastCompleted.set(checkpointId, { job: this.options.jobId });
+    this.options.logger.info(
+      { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
+      "checkpoint completed",
+    );
+    await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
+      scope: this.options.scope,
+    });
+  }
+
+  /**
+   * After a store failed or timed out: claims a newer incarnation of the scope, which fences the
+   * store if it still runs, then tells whether it landed. Throws (fate unknown) when the storage
+   * cannot answer; `SUPERSEDED` when another process took the scope over meanwhile.
+   */
+  private async fenceAndFind(checkpointId: number, storeError: unknown): Promise<boolean> {
+    const { storage, jobId, scope } = this.options;
+    if (isSuperseded(storeError)) throw storeError;
+    try {
+      this.incarnation = await storage!.claimIncarnation(jobId, scope, { after: this.incarnation });
+      const listed = await storage!.list(jobId);
+      return listed.some((metadata) => metadata.scope === scope && metadata.checkpointId === checkpointId);
+    } catch (error) {
+      if (isSuperseded(error)) throw error;
+      throw new CheckpointFailure(
+        checkpointId,
+        `checkpoint ${checkpointId}: its store failed (${messageOf(storeError)}) and the storage cannot tell whether it landed: ${messageOf(error)}`,
+        false,
+        error,
+      );
     }
   }
 
@@ -195,10 +358,19 @@ export class CheckpointCoordinator {
   }
 }
 
+function isSuperseded(error: unknown): boolean {
+  return error instanceof OnceflowError && error.code === "SUPERSEDED";
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 async function withTimeout<T>(
   promise: Promise<T>,
   timeout: number | undefined,
   checkpointId: number,
+  what: string,
 ): Promise<T> {
   if (timeout === undefined) return promise;
   let timer: NodeJS.Timeout | undefined;
@@ -208,10 +380,8 @@ async function withTimeout<T>(
         reject(
           new CheckpointError(
             "CHECKPOINT_FAILED",
-            `checkpoint ${checkpointId} did not complete within ${timeout} ms`,
-            {
-              checkpointId,
-            },
+            `checkpoint ${checkpointId}: ${what} did not finish within the checkpoint timeout (${Math.round(timeout)} ms)`,
+            { checkpointId },
           ),
         ),
       timeout,

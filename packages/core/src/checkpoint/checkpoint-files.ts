@@ -200,7 +200,8 @@ function metadataProblem(value: unknown): string | undefined {
   }
   if (!isCount(value.parallelism) || value.parallelism < 1) return "parallelism is not a positive integer";
   if (typeof value.isFinal !== "boolean") return "isFinal is not a boolean";
-  if (value.incarnation !== undefined && !isCount(value.incarnation)) return "incarnation is not a non-negative integer";
+  if (value.incarnation !== undefined && !isCount(value.incarnation))
+    return "incarnation is not a non-negative integer";
   if (value.lineage !== undefined && !isCount(value.lineage)) return "lineage is not a non-negative integer";
   if (!isRecord(value.summary)) return "summary is not an object";
   if (!Array.isArray(value.subtasks)) return "subtasks is not an array";

@@ -74,7 +74,7 @@ describe("FileSystemCheckpointStorage", () => {
     expect(() => filesystem("")).toThrow(ConfigurationError);
   });
 
-  describe("a partly written checkpoint is never listed", () => {
+  describe("a partly written or damaged checkpoint is never restored silently", () => {
     beforeEach(async () => {
       await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
     });
@@ -92,33 +92,41 @@ describe("FileSystemCheckpointStorage", () => {
       expect((await caught(storage.load("orders", "all", 2))).code).toBe("CHECKPOINT_NOT_FOUND");
     });
 
-    it("ignores a checkpoint folder whose metadata is missing", async () => {
+    it("fails on a checkpoint folder whose metadata is missing, unless told to skip it", async () => {
       const dir = chkDir(root, 2);
       await mkdir(dir);
       await writeFile(join(dir, "subtask-0.state"), "x");
 
-      expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
+      const listed = await caught(storage.list("orders"));
+      expect(listed.code).toBe("CHECKPOINT_CORRUPT");
+      expect(listed.message).toContain(dir);
+      const skipping = filesystem(root, { corruptCheckpoints: "skip" });
+      expect((await skipping.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
       const error = await caught(storage.load("orders", "all", 2));
       expect(error.code).toBe("CHECKPOINT_CORRUPT");
       expect(error.checkpointId).toBe(2);
     });
 
-    it("ignores a checkpoint folder whose metadata is truncated", async () => {
+    it("fails on a checkpoint folder whose metadata is truncated, unless told to skip it", async () => {
       await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       const file = join(chkDir(root, 2), METADATA_FILE_NAME);
       await truncate(file, 40);
 
-      expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
+      expect((await caught(storage.list("orders"))).code).toBe("CHECKPOINT_CORRUPT");
+      const skipping = filesystem(root, { corruptCheckpoints: "skip" });
+      expect((await skipping.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
       expect((await caught(storage.load("orders", "all", 2))).code).toBe("CHECKPOINT_CORRUPT");
     });
 
-    it("ignores metadata that belongs to another checkpoint", async () => {
+    it("fails on metadata that belongs to another checkpoint, unless told to skip it", async () => {
       // For example a folder copied by hand under the wrong name.
       await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 2 }));
       const text = await readFile(join(chkDir(root, 1), METADATA_FILE_NAME), "utf8");
       await writeFile(join(chkDir(root, 2), METADATA_FILE_NAME), text);
 
-      expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
+      expect((await caught(storage.list("orders"))).code).toBe("CHECKPOINT_CORRUPT");
+      const skipping = filesystem(root, { corruptCheckpoints: "skip" });
+      expect((await skipping.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
       expect((await caught(storage.load("orders", "all", 2))).code).toBe("CHECKPOINT_CORRUPT");
     });
 

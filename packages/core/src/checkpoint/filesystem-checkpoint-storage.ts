@@ -19,6 +19,7 @@ import type {
   ClaimIncarnationOptions,
   CompletedCheckpoint,
 } from "./checkpoint-storage.js";
+import { supersededError } from "./incarnation.js";
 
 /** The name of the metadata file in a checkpoint folder. */
 export const METADATA_FILE_NAME = "_metadata.json";
@@ -28,6 +29,23 @@ const TEMP_PREFIX = ".tmp-chk-";
 /** Prefix of a checkpoint being discarded; never listed, removed by `cleanupPartialCheckpoints`. */
 const DISCARD_PREFIX = ".discard-chk-";
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
+const INCARNATIONS_DIR = ".incarnations";
+const INCARNATION_SCOPE_FILE = "scope";
+const STAGING_DIR = "staging";
+
+interface IncarnationMarker {
+  readonly incarnation: number;
+  readonly scope: string;
+}
+
+function newestIncarnationOf(markers: readonly IncarnationMarker[], scope: string): number | undefined {
+  let newest: number | undefined;
+  for (const marker of markers) {
+    if (marker.scope === scope && (newest === undefined || marker.incarnation > newest))
+      newest = marker.incarnation;
+  }
+  return newest;
+}
 const DEFAULT_STALE_AFTER_MS = 60_000;
 
 /**
@@ -90,13 +108,39 @@ export interface CleanupOptions {
 }
 
 /**
+ * Options of {@link FileSystemCheckpointStorage}.
+ *
+ * @example
+ * ```ts
+ * const storage = filesystem("./checkpoints", { corruptCheckpoints: "skip" });
+ * ```
+ */
+export interface FileSystemCheckpointStorageOptions {
+  /**
+   * What `list` does with a `chk-*` folder whose metadata is unreadable (a damaged disk, a hand
+   * edit: onceflow never leaves one, its writes are atomic). `"fail"` (default): throw a
+   * `CheckpointError` coded `CHECKPOINT_CORRUPT` that names the folder, so "latest" never silently
+   * restores an older checkpoint. `"skip"`: leave it out and restore the newest readable one —
+   * output committed after that older checkpoint is produced again.
+   */
+  readonly corruptCheckpoints?: "fail" | "skip";
+}
+
+/**
  * Stores checkpoints as files (Flink's `FileSystemCheckpointStorage`), one folder per checkpoint:
  *
  * ```text
  * <root>/<jobId>/<scope>/chk-0000000012/subtask-0.state
  *                                      /subtask-1.state
  *                                      /_metadata.json      (pretty JSON, written last)
+ * <root>/<jobId>/.incarnations/<n>/scope                    (the scope incarnation n runs)
+ *                                 /staging/               (where incarnation n writes; gone once fenced)
  * ```
+ *
+ * Incarnations ({@link FileSystemCheckpointStorage.claimIncarnation}) fence with one atomic rename:
+ * a checkpoint of incarnation `n` is written under `.incarnations/<n>/staging/` and renamed into its
+ * scope from there; a newer claim renames that `staging` folder away, so from then on the old
+ * incarnation's rename (or anything it writes) fails — it landed before, or it never lands.
  *
  * A checkpoint is written into a temporary folder `.tmp-chk-<id>-<random>` next to its final place,
  * every file fsynced, then the folder is renamed and its parent fsynced. A crash at any moment leaves
@@ -117,13 +161,23 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   readonly root: string;
   readonly description: string;
   private readonly cleanedScopes = new Set<string>();
+  /** Which scope each incarnation runs: written once, so cached. */
+  private readonly incarnationScopes = new Map<string, string>();
+  private readonly corruptCheckpoints: "fail" | "skip";
 
-  constructor(root: string) {
+  constructor(root: string, options: FileSystemCheckpointStorageOptions = {}) {
     if (typeof root !== "string" || root.trim() === "") {
       throw new ConfigurationError("checkpointing.storage", "filesystem(path) needs a folder path");
     }
     this.root = resolve(root);
     this.description = `filesystem:${this.root}`;
+    this.corruptCheckpoints = options.corruptCheckpoints ?? "fail";
+    if (this.corruptCheckpoints !== "fail" && this.corruptCheckpoints !== "skip") {
+      throw new ConfigurationError(
+        "corruptCheckpoints",
+        `must be "fail" or "skip", got ${JSON.stringify(this.corruptCheckpoints)}`,
+      );
+    }
   }
 
   async store(checkpoint: CompletedCheckpoint): Promise<void> {
@@ -144,7 +198,15 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       await this.cleanupScopeOnce(metadata.jobId, metadata.scope);
       if (await exists(finalDir)) throw failed(`already exists at ${finalDir}`);
 
-      tempDir = await mkdtemp(join(scopeDir, `${TEMP_PREFIX}${checkpointId}-`));
+      const stagingDir =
+        metadata.incarnation === undefined
+          ? scopeDir
+          : await this.stagingOf(metadata.jobId, metadata.scope, metadata.incarnation, checkpointId);
+      tempDir = await mkdtemp(join(stagingDir, `${TEMP_PREFIX}${checkpointId}-`)).catch(
+        async (error: unknown) => {
+          throw await this.fencedOr(metadata, error);
+        },
+      );
       for (const [subtaskIndex, bytes] of checkpoint.subtaskStates) {
         await writeDurably(join(tempDir, subtaskStateFileName(subtaskIndex)), bytes);
       }
@@ -152,11 +214,12 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       await writeDurably(join(tempDir, METADATA_FILE_NAME), Buffer.from(metadataJson, "utf8"));
       await syncDirectory(tempDir);
       try {
+        // The commit point, and the fence: a newer claim renamed `staging` away, so this fails.
         await rename(tempDir, finalDir);
       } catch (error) {
         // Another writer got there between the check above and the rename.
         if (isCode(error, "ENOTEMPTY", "EEXIST")) throw failed(`already exists at ${finalDir}`, error);
-        throw error;
+        throw await this.fencedOr(metadata, error);
       }
       tempDir = undefined;
       await syncDirectory(scopeDir);
@@ -169,7 +232,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   /**
    * Completed checkpoints of a job, every scope, ordered by checkpoint id then scope. Temporary
-   * folders and folders without readable metadata are left out: they were never completed.
+   * folders are left out: they were never completed. A `chk-*` folder without readable metadata
+   * throws `CHECKPOINT_CORRUPT` (or is left out with `corruptCheckpoints: "skip"`).
    */
   async list(jobId: string): Promise<CheckpointMetadata[]> {
     assertCheckpointName("jobId", jobId);
@@ -182,10 +246,22 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         const match = CHECKPOINT_DIR.exec(entry.name);
         if (match === null) continue;
         const checkpointId = Number(match[1]);
-        const metadata = await readMetadata(join(scopeDir, entry.name), checkpointId).catch(() => undefined);
-        if (metadata === undefined) continue;
-        if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId)
-          continue;
+        const path = join(scopeDir, entry.name);
+        let metadata: CheckpointMetadata;
+        try {
+          metadata = await readMetadata(path, checkpointId);
+        } catch (error) {
+          if (this.corruptCheckpoints === "skip") continue;
+          throw corruptFolder(path, { jobId, scope, checkpointId }, messageOf(error), error);
+        }
+        if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
+          if (this.corruptCheckpoints === "skip") continue;
+          throw corruptFolder(
+            path,
+            { jobId, scope, checkpointId },
+            `its metadata describes ${describeCheckpoint(metadata)}`,
+          );
+        }
         found.push(metadata);
       }
     }
@@ -310,10 +386,137 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return removed.sort();
   }
 
-  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
-    // Placeholder, replaced by the fenced implementation in this change.
-    void options;
-    return Date.now();
+  /**
+   * Claims incarnation `n` by renaming a prepared folder (holding the scope's name and an empty
+   * `staging/`) to `.incarnations/<n>`: the rename fails when `n` is taken, so two claimers never get
+   * the same number. Then it checks that no newer claim of the scope won meanwhile, and fences every
+   * older incarnation of the scope by renaming its `staging/` away. See
+   * {@link CheckpointStorage.claimIncarnation} for the contract.
+   */
+  async claimIncarnation(
+    jobId: string,
+    scope: string,
+    options: ClaimIncarnationOptions = {},
+  ): Promise<number> {
+    assertCheckpointName("jobId", jobId);
+    assertCheckpointName("scope", scope);
+    const root = this.incarnationsDirectory(jobId);
+    await mkdir(root, { recursive: true });
+    for (;;) {
+      const markers = await this.readIncarnations(jobId);
+      const newestOfScope = newestIncarnationOf(markers, scope);
+      if (options.after !== undefined && newestOfScope !== options.after) {
+        throw supersededError({ jobId, scope }, newestOfScope ?? 0, options.after);
+      }
+      const incarnation = Math.max(0, ...markers.map((marker) => marker.incarnation)) + 1;
+      const prepared = await mkdtemp(join(root, ".claim-"));
+      await writeDurably(join(prepared, INCARNATION_SCOPE_FILE), Buffer.from(scope, "utf8"));
+      await mkdir(join(prepared, STAGING_DIR));
+      await syncDirectory(prepared);
+      try {
+        await rename(prepared, join(root, String(incarnation)));
+      } catch (error) {
+        await rm(prepared, { recursive: true, force: true });
+        if (isCode(error, "ENOTEMPTY", "EEXIST")) continue; // taken by a concurrent claim: next number
+        throw error;
+      }
+      await syncDirectory(root);
+      const now = await this.readIncarnations(jobId);
+      const rival = now.find(
+        (marker) =>
+          marker.scope === scope &&
+          (marker.incarnation > incarnation ||
+            (options.after !== undefined &&
+              marker.incarnation > options.after &&
+              marker.incarnation < incarnation)),
+      );
+      if (rival !== undefined) {
+        // A concurrent claim of the scope won: fence this one too and give way.
+        await this.fence(jobId, incarnation);
+        throw supersededError({ jobId, scope }, rival.incarnation, incarnation);
+      }
+      for (const marker of now) {
+        if (marker.scope === scope && marker.incarnation < incarnation)
+          await this.fence(jobId, marker.incarnation);
+      }
+      return incarnation;
+    }
+  }
+
+  private incarnationsDirectory(jobId: string): string {
+    assertCheckpointName("jobId", jobId);
+    return join(this.root, jobId, INCARNATIONS_DIR);
+  }
+
+  private async readIncarnations(jobId: string): Promise<IncarnationMarker[]> {
+    const root = this.incarnationsDirectory(jobId);
+    const markers: IncarnationMarker[] = [];
+    for (const entry of await readDirectories(root)) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      const incarnation = Number(entry.name);
+      const key = `${jobId}/${incarnation}`;
+      let scope = this.incarnationScopes.get(key);
+      if (scope === undefined) {
+        // Written before the marker's rename, so a listed marker always has it.
+        scope = await readFile(join(root, entry.name, INCARNATION_SCOPE_FILE), "utf8");
+        this.incarnationScopes.set(key, scope);
+      }
+      markers.push({ incarnation, scope });
+    }
+    return markers;
+  }
+
+  /** Renames an incarnation's `staging/` away (atomic: its writer's next rename fails), then deletes it. */
+  private async fence(jobId: string, incarnation: number): Promise<void> {
+    const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
+    const fenced = join(marker, `fenced-${randomBytes(6).toString("hex")}`);
+    try {
+      await rename(join(marker, STAGING_DIR), fenced);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return; // fenced before
+      throw error;
+    }
+    await syncDirectory(marker);
+    await rm(fenced, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /** Where incarnation `incarnation` writes; a `SUPERSEDED` error once it has been fenced. */
+  private async stagingOf(
+    jobId: string,
+    scope: string,
+    incarnation: number,
+    checkpointId: number,
+  ): Promise<string> {
+    const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
+    const owner = await readFile(join(marker, INCARNATION_SCOPE_FILE), "utf8").catch(() => undefined);
+    if (owner === undefined) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${describeCheckpoint({ jobId, scope, checkpointId })}: incarnation ${incarnation} was never claimed in ${this.description}; claim it with claimIncarnation first`,
+        { checkpointId },
+      );
+    }
+    if (owner !== scope) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${describeCheckpoint({ jobId, scope, checkpointId })}: incarnation ${incarnation} belongs to scope '${owner}'`,
+        { checkpointId },
+      );
+    }
+    return join(marker, STAGING_DIR);
+  }
+
+  /** A write that failed because the incarnation's staging folder is gone was fenced: say so. */
+  private async fencedOr(metadata: CheckpointMetadata, error: unknown): Promise<unknown> {
+    if (metadata.incarnation === undefined || !isCode(error, "ENOENT")) return error;
+    const staging = join(
+      this.incarnationsDirectory(metadata.jobId),
+      String(metadata.incarnation),
+      STAGING_DIR,
+    );
+    if (await exists(staging)) return error;
+    const newest = newestIncarnationOf(await this.readIncarnations(metadata.jobId), metadata.scope);
+    return supersededError(metadata, newest ?? metadata.incarnation);
   }
 
   private scopeDirectory(jobId: string, scope: string): string {
@@ -408,8 +611,11 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
  * const job = new Job({ jobId: "orders", checkpointing: { interval: 5000, storage: filesystem("./checkpoints") } });
  * ```
  */
-export function filesystem(path: string): FileSystemCheckpointStorage {
-  return new FileSystemCheckpointStorage(path);
+export function filesystem(
+  path: string,
+  options: FileSystemCheckpointStorageOptions = {},
+): FileSystemCheckpointStorage {
+  return new FileSystemCheckpointStorage(path, options);
 }
 
 async function readMetadata(checkpointDir: string, checkpointId: number): Promise<CheckpointMetadata> {
@@ -465,6 +671,19 @@ async function exists(path: string): Promise<boolean> {
 function isCode(error: unknown, ...codes: string[]): boolean {
   return (
     typeof error === "object" && error !== null && codes.includes(String((error as { code?: unknown }).code))
+  );
+}
+
+function corruptFolder(
+  path: string,
+  at: Pick<CheckpointMetadata, "jobId" | "scope" | "checkpointId">,
+  problem: string,
+  cause?: unknown,
+): CheckpointError {
+  return new CheckpointError(
+    "CHECKPOINT_CORRUPT",
+    `${describeCheckpoint(at)}: ${problem} (${path}). onceflow never leaves such a folder (its writes are atomic), so it was damaged afterwards; it is not skipped, because restoring an older checkpoint silently would produce its output again. Repair or move the folder aside, restore a named checkpoint, or pass { corruptCheckpoints: "skip" } to filesystem() to fall back to the newest readable one.`,
+    { checkpointId: at.checkpointId, cause },
   );
 }
 

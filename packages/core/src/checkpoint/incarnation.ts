@@ -1,5 +1,5 @@
-import type { CheckpointMetadata } from "./checkpoint-storage.js";
 import { CheckpointError } from "../errors/onceflow-error.js";
+import type { CheckpointMetadata } from "./checkpoint-storage.js";
 
 /**
  * The error a storage gives when a newer incarnation of a scope fenced the caller: a store of an
@@ -12,7 +12,10 @@ import { CheckpointError } from "../errors/onceflow-error.js";
  * ```
  */
 export function supersededError(
-  at: Pick<CheckpointMetadata, "jobId" | "scope"> & { readonly checkpointId?: number; readonly incarnation?: number },
+  at: Pick<CheckpointMetadata, "jobId" | "scope"> & {
+    readonly checkpointId?: number;
+    readonly incarnation?: number;
+  },
   newestIncarnation: number,
   claimedAfter?: number,
 ): CheckpointError {

@@ -87,7 +87,11 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
     this.checkpoints.delete(keyOf(jobId, scope, checkpointId));
   }
 
-  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
+  async claimIncarnation(
+    jobId: string,
+    scope: string,
+    options: ClaimIncarnationOptions = {},
+  ): Promise<number> {
     assertCheckpointName("jobId", jobId);
     assertCheckpointName("scope", scope);
     const scopeKey = `${jobId}/${scope}`;

@@ -14,7 +14,8 @@ import { SourceOperator } from "./operators/source-operator.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
 import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controller.js";
 import type { RestartStrategy } from "./restart-strategy.js";
-import { planRestore, type RestorePlan, type RestoreSetting, scopeOf } from "./restore-plan.js";
+import { scopeOf } from "./restore/lineage.js";
+import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 
@@ -125,6 +126,7 @@ export class Job {
   private stopRequested = false;
   private requestStop: (() => void) | undefined;
   private running = false;
+  private coordinator: CheckpointCoordinator | undefined;
 
   constructor(options: JobOptions) {
     this.options = options;
@@ -176,17 +178,25 @@ export class Job {
     const restartCounter = this.metrics.counter(MetricNames.restarts, "Job restarts");
     let attempt = 0;
     let firstRestored: number | undefined;
+    const lineageOfAttempts: AttemptLineage = { incarnation: undefined, lastCheckpointId: 0 };
     try {
       this.storage = this.resolveStorage();
       for (;;) {
         try {
-          const outcome = await this.runAttempt(attempt);
+          const outcome = await this.runAttempt(attempt, lineageOfAttempts);
           if (attempt === 0) firstRestored = outcome.restoredCheckpointId;
           return { jobId: this.jobId, ...outcome, restoredCheckpointId: firstRestored, restarts: attempt };
         } catch (error) {
-          if (error instanceof OnceflowError && PERMANENT_CODES.has(error.code)) throw error;
-          const delay = this.stopRequested ? undefined : restarts.onFailure(Date.now());
-          this.logger.error({ attempt, error: String(error), restartIn: delay }, "job attempt failed");
+          const permanent = permanentFailureIn(error);
+          if (permanent !== undefined) {
+            this.logger.error(
+              { attempt, err: error },
+              "job attempt failed for good: a restart cannot fix this",
+            );
+            throw permanent;
+          }
+          const delay = this.stopRequested ? undefined : restarts.onFailure(performance.now());
+          this.logger.error({ attempt, err: error, restartIn: delay }, "job attempt failed");
           if (delay === undefined) {
             throw new OnceflowError(
               "JOB_FAILED",
@@ -205,21 +215,64 @@ export class Job {
     }
   }
 
-  private async runAttempt(attemptNumber: number): Promise<{
+  /**
+   * Triggers a checkpoint now in the running attempt (after the one in flight, if any) and resolves
+   * with its id once it is stored and every operator was told it completed — Flink's manual
+   * checkpoint trigger. Rejects when it failed, or when no attempt runs or checkpointing is off.
+   *
+   * @example
+   * ```ts
+   * const running = job.execute();
+   * const checkpointId = await job.triggerCheckpoint();
+   * ```
+   */
+  async triggerCheckpoint(): Promise<number> {
+    const coordinator = this.coordinator;
+    if (coordinator === undefined) {
+      throw new ConfigurationError("triggerCheckpoint", "the job is not running (call execute() first)");
+    }
+    return coordinator.triggerCheckpoint();
+  }
+
+  private async runAttempt(
+    attemptNumber: number,
+    attempts: AttemptLineage,
+  ): Promise<{
     endedBy: JobResult["endedBy"];
     lastCheckpointId: number;
     restoredCheckpointId: number | undefined;
   }> {
     const runsAll = this.options.subtaskIndex === undefined;
     const scope = scopeOf(this.options.subtaskIndex ?? 0, this.parallelism, runsAll);
-    const plan = await this.planRestore(scope);
+    const storage = this.options.checkpointing ? this.storage : undefined;
+    // One live incarnation per scope: claim before restoring. A restart claims after its own
+    // previous incarnation, so a process that was replaced meanwhile stops (SUPERSEDED) instead
+    // of fencing its replacement in turn.
+    const incarnation =
+      storage === undefined
+        ? 0
+        : await storage.claimIncarnation(
+            this.jobId,
+            scope,
+            attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
+          );
+    attempts.incarnation = incarnation;
+    const plan = await this.planRestore(scope, runsAll);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
           checkpointId: plan.checkpointId,
+          lineage: plan.lineage,
+          incarnation,
           from: plan.restoredFrom.map((m) => `${m.scope}#${m.checkpointId}`),
         },
         "restoring checkpoint",
+      );
+    }
+    if (plan.newerCheckpointId !== undefined && attemptNumber === 0) {
+      this.logger.warn(
+        { checkpointId: plan.checkpointId, newestCheckpointId: plan.newerCheckpointId },
+        `restoring checkpoint ${plan.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${plan.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
       );
     }
     const subtasks: Subtask[] = [];
@@ -232,7 +285,7 @@ export class Job {
     const loops: Promise<void>[] = [];
     try {
       for (const subtaskIndex of this.localSubtasks) {
-        subtasks.push(await this.createSubtask(subtaskIndex, attemptNumber, plan));
+        subtasks.push(await this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan));
       }
       const checkpointing = resolveCheckpointing(this.options.checkpointing);
       const coordinator = new CheckpointCoordinator({
@@ -240,15 +293,19 @@ export class Job {
         scope,
         parallelism: this.parallelism,
         subtasks,
-        storage: checkpointing ? this.storage : undefined,
+        storage,
         checkpointing,
-        lastCheckpointId: plan.highestStoredId,
+        // Never reuse an id this process already used, even one whose store was fenced.
+        lastCheckpointId: Math.max(plan.highestStoredId, attempts.lastCheckpointId),
+        incarnation,
+        lineage: plan.lineage,
         describe: (states) => this.describeCheckpoint(states),
         logger: this.logger,
         metrics: this.metrics,
         onFailure: failAttempt,
       });
       coordinatorRef.current = coordinator;
+      this.coordinator = coordinator;
       for (const subtask of subtasks) loops.push(subtask.run().catch((error: unknown) => failAttempt(error)));
       coordinator.start();
       const stopped = new Promise<"stop">((resolve) => {
@@ -270,6 +327,12 @@ export class Job {
       throw error;
     } finally {
       this.requestStop = undefined;
+      this.coordinator = undefined;
+      const coordinator = coordinatorRef.current;
+      if (coordinator !== undefined) {
+        attempts.incarnation = coordinator.currentIncarnation;
+        attempts.lastCheckpointId = Math.max(attempts.lastCheckpointId, coordinator.latestCheckpointId);
+      }
     }
   }
 
@@ -279,24 +342,34 @@ export class Job {
     coordinator: CheckpointCoordinator | undefined,
   ): Promise<void> {
     coordinator?.stop();
+    // Learn the fate of a checkpoint in flight, so that what it alone carried can be given up.
+    await coordinator?.settle();
     for (const subtask of subtasks) subtask.terminate();
     await Promise.allSettled(loops);
-    // Closing aborts open transactions; pending ones stay for the next attempt to recover.
-    for (const subtask of subtasks) await subtask.close();
+    // Closing aborts open transactions and those only failed checkpoints carried; pending ones of
+    // stored checkpoints stay for the next attempt to recover.
+    const failed = coordinator?.failedCheckpointIds ?? [];
+    for (const subtask of subtasks) await subtask.close(failed);
   }
 
-  private async planRestore(scope: string): Promise<RestorePlan> {
+  private async planRestore(scope: string, runsAllSubtasks: boolean): Promise<RestorePlan> {
     const sources = new Map(
       this.graph.nodes.flatMap((node) => (node.source ? [[node.uid, node.source] as const] : [])),
     );
     if (!this.storage || !this.options.checkpointing) {
-      return { checkpointId: undefined, highestStoredId: 0, restoredFrom: [], operatorsOf: () => undefined };
+      return {
+        checkpointId: undefined,
+        highestStoredId: 0,
+        lineage: 0,
+        restoredFrom: [],
+        operatorsOf: () => undefined,
+      };
     }
     return planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
-      parallelism: this.parallelism,
+      shape: { parallelism: this.parallelism, runsAllSubtasks },
       setting: this.options.restore ?? "latest",
       sources,
     });
@@ -305,6 +378,7 @@ export class Job {
   private async createSubtask(
     subtaskIndex: number,
     attemptNumber: number,
+    incarnation: number,
     plan: RestorePlan,
   ): Promise<Subtask> {
     const context = {
@@ -319,7 +393,7 @@ export class Job {
       subtaskIndex,
       parallelism: this.parallelism,
       attemptNumber,
-      incarnation: 0,
+      incarnation,
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
@@ -383,6 +457,27 @@ export class Job {
       process.off("SIGINT", onSignal);
     };
   }
+}
+
+/** What one `execute()` carries from attempt to attempt. */
+interface AttemptLineage {
+  /** The incarnation the last attempt held: the next one claims after it. */
+  incarnation: number | undefined;
+  /** The highest checkpoint id any attempt triggered. */
+  lastCheckpointId: number;
+}
+
+/**
+ * The failure a restart cannot fix, if any: the error itself or one in its `cause` chain with a
+ * permanent code (a user function may wrap the sink's RECORD_REJECTED, for example).
+ */
+function permanentFailureIn(error: unknown): OnceflowError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof OnceflowError && PERMANENT_CODES.has(current.code)) return current;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 function toJsonSafe(value: unknown): Record<string, unknown> {

@@ -85,7 +85,11 @@ async function checkpointAtTwoThenRestoreAt(parallelism: number): Promise<Counte
 
   const second = await buildJob(parallelism, storage, output).execute();
   expect(second.endedBy).toBe("end-of-input");
-  expect(second.restoredCheckpointId).toBe(firstResult.lastCheckpointId);
+  // A rescale starts a new lineage: its base checkpoint (the old state redistributed) comes next.
+  expect(second.restoredCheckpointId).toBe(firstResult.lastCheckpointId + 1);
+  const base = (await storage.list("rescale")).find((metadata) => metadata.scope === "base");
+  expect(base?.checkpointId).toBe(firstResult.lastCheckpointId + 1);
+  expect(base?.parallelism).toBe(parallelism);
   return output.committed;
 }
 

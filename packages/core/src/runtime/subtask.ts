@@ -31,6 +31,8 @@ export class Subtask {
   private inputEnded = false;
   private readonly endOfInput: Promise<void>;
   private resolveEndOfInput!: () => void;
+  /** Checkpoints whose abort every operator has been told of. */
+  private readonly abortedDelivered = new Set<number>();
 
   constructor(
     readonly index: number,
@@ -91,9 +93,7 @@ export class Subtask {
   }
 
   notifyCheckpointAborted(checkpointId: number): Promise<void> {
-    return this.enqueue(async () => {
-      for (const operator of this.operators) await operator.notifyCheckpointAborted(checkpointId);
-    });
+    return this.enqueue(() => this.deliverAborted(checkpointId));
   }
 
   /** Stops reading input (stop-with-checkpoint); the loop keeps serving mail. */
@@ -113,12 +113,25 @@ export class Subtask {
     for (const operator of this.operators) await operator.open();
   }
 
+  private async deliverAborted(checkpointId: number): Promise<void> {
+    if (this.abortedDelivered.has(checkpointId)) return;
+    this.abortedDelivered.add(checkpointId);
+    for (const operator of this.operators) await operator.notifyCheckpointAborted(checkpointId);
+  }
+
   /**
    * Closes every operator; never throws, so that every one is closed. A close that hangs (a
    * connection that died mid-request) is given up after a while: it must not block the restart.
+   * `failedCheckpointIds` are the attempt's checkpoints that can never be restored: operators that
+   * were not told yet (the loop ended first) are told now, before they close, so that sinks can
+   * give up what only those checkpoints carried.
    */
-  async close(): Promise<unknown[]> {
+  async close(failedCheckpointIds: readonly number[] = []): Promise<unknown[]> {
     const failures: unknown[] = [];
+    for (const checkpointId of failedCheckpointIds) {
+      // The loop has ended: nothing else calls the operators now.
+      await this.deliverAborted(checkpointId).catch((error: unknown) => failures.push(error));
+    }
     for (const operator of this.operators) {
       let timer: NodeJS.Timeout | undefined;
       try {

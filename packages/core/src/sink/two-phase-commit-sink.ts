@@ -236,6 +236,9 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private committing: Promise<void> | undefined;
   private commitFailure: unknown;
   private finishing = false;
+  /** Checkpoints this attempt snapshotted, and those of them reported as never restorable. */
+  private snapshotIds: number[] = [];
+  private readonly abortedCheckpoints = new Set<number>();
 
   constructor(options: TwoPhaseCommitSinkOptions<TXN> = {}) {
     this.name = options.name ?? new.target.name;
@@ -438,6 +441,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     this.pending = [];
     this.current = undefined;
     this.closed = false;
+    this.snapshotIds = [];
+    this.abortedCheckpoints.clear();
     const restoredCheckpointId = context.isRestored() ? (context.getRestoredCheckpointId() ?? 0) : 0;
     this.latestCheckpointId = restoredCheckpointId;
     this.bindContext(context);
@@ -558,6 +563,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const pending: TransactionHolder<TXN> = { ...holder, checkpointId, bytes: undefined };
     pending.bytes = this.serialize(pending, checkpointId);
     this.pending.push(pending);
+    this.snapshotIds.push(checkpointId);
     // Ids only grow, but keep the order right even if a coordinator retries an id.
     this.pending.sort((a, b) => a.checkpointId - b.checkpointId);
     this.latestCheckpointId = checkpointId;
@@ -635,8 +641,9 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   }
 
   /**
-   * Nothing to do: transactions pre-committed for the aborted checkpoint stay pending and are
-   * committed when a later checkpoint completes.
+   * The checkpoint failed and can never be restored. Transactions pre-committed for it stay
+   * pending and are committed when a later checkpoint completes; if the attempt ends first,
+   * `close()` aborts those that no stored checkpoint carries.
    *
    * @example
    * ```ts
@@ -644,6 +651,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   notifyCheckpointAborted(checkpointId: number): void {
+    this.abortedCheckpoints.add(checkpointId);
     this.log.debug(
       { checkpointId, pendingCheckpointIds: this.pendingCheckpointIds() },
       "checkpoint aborted; pending transactions wait for a later checkpoint",
@@ -665,8 +673,11 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   }
 
   /**
-   * Waits for a background commit still running, then aborts the open transaction; abort errors
-   * are logged, not thrown. Pending transactions are left to their checkpoint.
+   * Waits for a background commit still running, then aborts the open transaction and every
+   * pending one that only failed checkpoints carried (every checkpoint of this attempt from its
+   * pre-commit on was reported aborted, so no stored checkpoint references it and nobody would
+   * ever commit it); abort errors are logged, not thrown. Other pending transactions are left to
+   * their checkpoint: a restart recovers them.
    *
    * @example
    * ```ts
@@ -678,24 +689,40 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     this.closed = true;
     // A commit still running ends first (a failure was logged by commitWithRetry and stays pending).
     await this.committing;
+    const orphaned = this.pending.filter((holder) => this.onlyInFailedCheckpoints(holder));
+    this.pending = this.pending.filter((holder) => !orphaned.includes(holder));
     const holder = this.current;
     this.current = undefined;
-    if (holder === undefined) return;
-    try {
-      await this.abort(holder.transaction);
-      this.log.debug(
-        { transaction: this.describeTransaction(holder.transaction) },
-        "aborted the open transaction",
-      );
-    } catch (error) {
-      this.log.error(
-        { err: error, transaction: this.describeTransaction(holder.transaction) },
-        "aborting the open transaction on close failed; ignored so that it does not hide the original failure",
-      );
-    }
+    for (const each of orphaned) await this.abortOnClose(each, "pending transaction of a failed checkpoint");
+    if (holder !== undefined) await this.abortOnClose(holder, "open transaction");
   }
 
   // ---- internals --------------------------------------------------------------------------------
+
+  private onlyInFailedCheckpoints(holder: TransactionHolder<TXN>): boolean {
+    return this.snapshotIds
+      .filter((checkpointId) => checkpointId >= holder.checkpointId)
+      .every((checkpointId) => this.abortedCheckpoints.has(checkpointId));
+  }
+
+  private async abortOnClose(holder: TransactionHolder<TXN>, what: string): Promise<void> {
+    try {
+      await this.abort(holder.transaction);
+      this.log.debug(
+        { checkpointId: holder.checkpointId, transaction: this.describeTransaction(holder.transaction) },
+        `aborted the ${what}`,
+      );
+    } catch (error) {
+      this.log.error(
+        {
+          err: error,
+          checkpointId: holder.checkpointId,
+          transaction: this.describeTransaction(holder.transaction),
+        },
+        `aborting the ${what} on close failed; ignored so that it does not hide the original failure (a restart aborts it)`,
+      );
+    }
+  }
 
   private throwIfCommitFailed(): void {
     if (this.commitFailure !== undefined) throw this.commitFailure;

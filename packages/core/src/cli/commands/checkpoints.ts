@@ -123,7 +123,8 @@ async function openStorage(io: CliIo, dir: string): Promise<FileSystemCheckpoint
       `${root} is not a folder; give the path the job passed to filesystem()`,
     );
   }
-  return new FileSystemCheckpointStorage(root);
+  // The views list what they can and report corrupt folders themselves (`inspect`).
+  return new FileSystemCheckpointStorage(root, { corruptCheckpoints: "skip" });
 }
 
 async function chooseJob(storage: FileSystemCheckpointStorage, job: string | undefined): Promise<string> {

@@ -1,0 +1,270 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import fc from "fast-check";
+import { CHECKPOINT_TIMEOUT_MS, PERIODIC_INTERVAL_MS } from "./explored-process.js";
+import type { ExploredWorld } from "./explored-world.js";
+
+/** What the commands need to know beyond the world: nothing yet (every command is valid always). */
+export type ExploreModel = Record<string, never>;
+
+type ExploreCommand = fc.AsyncCommand<ExploreModel, ExploredWorld, true>;
+
+/** A command that is valid in every state and says what it did. */
+export abstract class WorldCommand implements ExploreCommand {
+  check(): true {
+    return true;
+  }
+  abstract run(model: ExploreModel, world: ExploredWorld): Promise<void>;
+  abstract toString(): string;
+}
+
+export class Arrive extends WorldCommand {
+  constructor(
+    readonly split: number,
+    readonly count: number,
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.input.arrive(this.split % world.input.splits, this.count);
+    await world.settle();
+  }
+  toString() {
+    return `arrive(split ${this.split}, ${this.count})`;
+  }
+}
+
+export class ArriveEverywhere extends WorldCommand {
+  constructor(readonly count: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    for (let split = 0; split < world.input.splits; split++) world.input.arrive(split, this.count);
+    await world.settle();
+  }
+  toString() {
+    return `arrive(every split, ${this.count})`;
+  }
+}
+
+export class StartProcess extends WorldCommand {
+  constructor(readonly slot: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.startProcess(this.slot);
+    await world.settle();
+  }
+  toString() {
+    return `start(slot ${this.slot})`;
+  }
+}
+
+export class Checkpoint extends WorldCommand {
+  constructor(
+    readonly slot: number,
+    readonly outcome: "land" | "fail" | "hold",
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const process = world.newestOf(this.slot);
+    if (process === undefined) return;
+    process.storage.plan(this.outcome);
+    const calls = process.storage.storeCalls;
+    process.triggerCheckpoint();
+    // On demand or periodic: wait until this process's store began (a held one stays held).
+    const deadline = Date.now() + 4 * PERIODIC_INTERVAL_MS;
+    while (process.storage.storeCalls === calls && process.isActive && Date.now() < deadline) await sleep(1);
+    await world.settle();
+  }
+  toString() {
+    return `checkpoint(slot ${this.slot}, store ${this.outcome})`;
+  }
+}
+
+export class ReleaseHeldStore extends WorldCommand {
+  constructor(
+    readonly pick: number,
+    readonly outcome: "land" | "fail",
+    readonly late: boolean,
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const holding = world.processes.filter((process) => process.storage.heldCount > 0);
+    const process = holding[this.pick % Math.max(1, holding.length)];
+    if (process === undefined) return;
+    if (this.late) {
+      // Land after the coordinator gave the checkpoint up: wait for the timeout and the next attempt.
+      const attempts = process.attempts;
+      const deadline = Date.now() + CHECKPOINT_TIMEOUT_MS * 3;
+      await sleep(CHECKPOINT_TIMEOUT_MS);
+      while (process.attempts === attempts && Date.now() < deadline) await sleep(2);
+    }
+    process.storage.releaseHeld(this.outcome);
+    await world.settle();
+  }
+  toString() {
+    return `release-held-store(pick ${this.pick}, ${this.outcome}${this.late ? ", after the timeout" : ""})`;
+  }
+}
+
+export class Kill extends WorldCommand {
+  constructor(readonly slot: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.newestOf(this.slot)?.kill();
+    await world.settle();
+  }
+  toString() {
+    return `kill(slot ${this.slot})`;
+  }
+}
+
+export class Freeze extends WorldCommand {
+  constructor(readonly slot: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.newestOf(this.slot)?.gate.freeze();
+    await world.settle();
+  }
+  toString() {
+    return `freeze(slot ${this.slot})`;
+  }
+}
+
+export class Resume extends WorldCommand {
+  constructor(readonly pick: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const frozen = world.processes.filter((process) => process.gate.isFrozen);
+    frozen[this.pick % Math.max(1, frozen.length)]?.gate.resume();
+    await world.settle();
+  }
+  toString() {
+    return `resume(frozen pick ${this.pick})`;
+  }
+}
+
+export class Rescale extends WorldCommand {
+  constructor(
+    readonly parallelism: number,
+    readonly old: "kill" | "freeze",
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.rescale(this.parallelism, this.old);
+    await world.settle();
+  }
+  toString() {
+    return `rescale(to ${this.parallelism}, old processes ${this.old === "kill" ? "killed" : "frozen"})`;
+  }
+}
+
+export class StepClock extends WorldCommand {
+  constructor(readonly milliseconds: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.clock.step(this.milliseconds);
+    await world.settle();
+  }
+  toString() {
+    return `step-wall-clock(${this.milliseconds > 0 ? "+" : ""}${this.milliseconds} ms)`;
+  }
+}
+
+export class FailNextCommit extends WorldCommand {
+  constructor(readonly fault: "transient" | "after-applied") {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.target.injectCommitFault?.(this.fault);
+    await world.settle();
+  }
+  toString() {
+    return `fail-next-commit(${this.fault})`;
+  }
+}
+
+export class Renotify extends WorldCommand {
+  constructor(
+    readonly slot: number,
+    readonly kind: "complete" | "aborted",
+    readonly pick: number,
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const process = world.newestOf(this.slot);
+    if (process === undefined || !process.isActive || world.target.renotify === undefined) return;
+    let ids: number[];
+    if (this.kind === "aborted") {
+      ids = world.target.abortedIds?.(process.host) ?? [];
+    } else {
+      // Only checkpoints that are durable may be notified complete: the runtime never does otherwise.
+      const scope = process.options.subtaskIndex === undefined ? "all" : `subtask-${process.options.subtaskIndex}-of-${process.options.parallelism}`;
+      ids = (await world.storage.list(world.jobId)).filter((each) => each.scope === scope).map((each) => each.checkpointId);
+    }
+    const id = ids[this.pick % Math.max(1, ids.length)];
+    if (id === undefined) return;
+    await world.target.renotify(process.host, this.kind, id).catch(() => undefined);
+    await world.settle();
+  }
+  toString() {
+    return `notify-${this.kind}-again(slot ${this.slot}, pick ${this.pick})`;
+  }
+}
+
+const slot = fc.nat({ max: 3 });
+
+/**
+ * The operations of an exploration, weighted so that records, checkpoints and starts are common and
+ * faults are sprinkled in.
+ *
+ * @example
+ * ```ts
+ * fc.commands(exploreCommands({ splits: 4 }), { maxCommands: 30 });
+ * ```
+ */
+export function exploreCommands(options: { splits: number; faultyCommits: boolean }): fc.Arbitrary<ExploreCommand>[] {
+  const arrive = fc
+    .tuple(fc.nat({ max: options.splits - 1 }), fc.integer({ min: 1, max: 4 }))
+    .map(([split, count]) => new Arrive(split, count));
+  const arriveEverywhere = fc.integer({ min: 1, max: 3 }).map((count) => new ArriveEverywhere(count));
+  const start = slot.map((each) => new StartProcess(each));
+  const checkpoint = fc
+    .tuple(slot, fc.constantFrom("land", "land", "fail", "hold") as fc.Arbitrary<"land" | "fail" | "hold">)
+    .map(([each, outcome]) => new Checkpoint(each, outcome));
+  const commands: fc.Arbitrary<ExploreCommand>[] = [
+    arrive,
+    arriveEverywhere,
+    arriveEverywhere,
+    start,
+    start,
+    checkpoint,
+    checkpoint,
+    checkpoint,
+    fc
+      .tuple(fc.nat({ max: 3 }), fc.constantFrom("land", "fail") as fc.Arbitrary<"land" | "fail">, fc.boolean())
+      .map(([pick, outcome, late]) => new ReleaseHeldStore(pick, outcome, late)),
+    slot.map((each) => new Kill(each)),
+    slot.map((each) => new Freeze(each)),
+    fc.nat({ max: 3 }).map((pick) => new Resume(pick)),
+    fc
+      .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom("kill", "kill", "freeze") as fc.Arbitrary<"kill" | "freeze">)
+      .map(([parallelism, old]) => new Rescale(parallelism, old)),
+    fc.constantFrom(-7_200_000, -3_600_000, -60_000, 60_000, 3_600_000).map((step) => new StepClock(step)),
+    fc
+      .tuple(slot, fc.constantFrom("complete", "aborted") as fc.Arbitrary<"complete" | "aborted">, fc.nat({ max: 5 }))
+      .map(([each, kind, pick]) => new Renotify(each, kind, pick)),
+  ];
+  if (options.faultyCommits) {
+    commands.push((fc.constantFrom("transient", "after-applied") as fc.Arbitrary<"transient" | "after-applied">).map((fault) => new FailNextCommit(fault)));
+  }
+  return commands;
+}

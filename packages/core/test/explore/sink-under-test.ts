@@ -1,0 +1,36 @@
+import type { Sink } from "../../src/index.js";
+import type { ProcessGate } from "./process-gate.js";
+import type { CommitFault } from "./transactional-system.js";
+
+/** What a sink under test gets from the process that runs it. */
+export interface SinkHost {
+  readonly name: string;
+  readonly gate: ProcessGate;
+}
+
+/**
+ * The external system an exploration writes to, with its sink: the in-memory model, or a real one
+ * (files, Kafka, PostgreSQL). It reads back what became visible and what was left behind.
+ *
+ * @example
+ * ```ts
+ * const target: SinkUnderTest = inMemorySinkUnderTest();
+ * job.sinkTo(() => target.createSink(host), { uid: "out" });
+ * ```
+ */
+export interface SinkUnderTest {
+  readonly name: string;
+  /** A sink instance for one subtask of the process `host`. */
+  createSink(host: SinkHost): Sink<number>;
+  /** The values visible to a reader that sees committed data only. */
+  visible(): Promise<number[]>;
+  /** Transactions (or staged files) still open or prepared, described for the failure message. */
+  leftovers(): Promise<string[]>;
+  /** Makes the next commit fail (only where the system can be told to). */
+  injectCommitFault?(fault: CommitFault): void;
+  /** Repeats a checkpoint notification directly on the newest sink instance of a process. */
+  renotify?(host: SinkHost, kind: "complete" | "aborted", checkpointId: number): Promise<void>;
+  /** Checkpoint ids the runtime told the process's sinks were aborted. */
+  abortedIds?(host: SinkHost): number[];
+  close?(): Promise<void>;
+}
