@@ -51,8 +51,9 @@ class CheckpointFailure extends CheckpointError {
     message: string,
     readonly definitive: boolean,
     cause?: unknown,
+    code: "CHECKPOINT_FAILED" | "SUPERSEDED" = "CHECKPOINT_FAILED",
   ) {
-    super("CHECKPOINT_FAILED", message, { checkpointId, cause });
+    super(code, message, { checkpointId, cause });
   }
 }
 
@@ -302,6 +303,7 @@ export class CheckpointCoordinator {
     } catch (error) {
       storing.catch(() => undefined); // its outcome is settled by the fence below
       if (!(await this.fenceAndFind(checkpointId, error))) {
+        // Fenced and not listed: it can never land.
         throw new CheckpointFailure(
           checkpointId,
           `checkpoint ${checkpointId} was not stored: ${messageOf(error)}`,
@@ -336,13 +338,19 @@ export class CheckpointCoordinator {
    */
   private async fenceAndFind(checkpointId: number, storeError: unknown): Promise<boolean> {
     const { storage, jobId, scope } = this.options;
-    if (isSuperseded(storeError)) throw storeError;
+    if (isSuperseded(storeError)) {
+      // Refused by the storage: never stored. A newer process owns the scope: this one stops.
+      throw new CheckpointFailure(checkpointId, messageOf(storeError), true, storeError, "SUPERSEDED");
+    }
     try {
       this.incarnation = await storage!.claimIncarnation(jobId, scope, { after: this.incarnation });
       const listed = await storage!.list(jobId);
       return listed.some((metadata) => metadata.scope === scope && metadata.checkpointId === checkpointId);
     } catch (error) {
-      if (isSuperseded(error)) throw error;
+      if (isSuperseded(error)) {
+        // The store may still be running, unfenced by us: its fate is unknown.
+        throw new CheckpointFailure(checkpointId, messageOf(error), false, error, "SUPERSEDED");
+      }
       throw new CheckpointFailure(
         checkpointId,
         `checkpoint ${checkpointId}: its store failed (${messageOf(storeError)}) and the storage cannot tell whether it landed: ${messageOf(error)}`,

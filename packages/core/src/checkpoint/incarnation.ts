@@ -26,7 +26,7 @@ export function supersededError(
       : `checkpoint ${at.checkpointId} of job '${at.jobId}' scope '${at.scope}' (incarnation ${own}) cannot be stored`;
   return new CheckpointError(
     "SUPERSEDED",
-    `${what}: a newer process (incarnation ${newestIncarnation}) took this scope over. This process is a zombie — it was frozen, cut off, or replaced while it restarted — and stops; the newer one carries on from the latest checkpoint. If no other process should be running, look for a second deployment of this job.`,
+    `${what}: it was fenced by incarnation ${newestIncarnation} of this scope — a newer process that took the scope over (this one was frozen, cut off, or replaced while it restarted: it stops, the newer one carries on from the latest checkpoint; if no other process should run, look for a second deployment of this job), or this process itself, after the store did not finish within the checkpoint timeout (the checkpoint is then failed, never restored).`,
     { ...(at.checkpointId === undefined ? {} : { checkpointId: at.checkpointId }) },
   );
 }

@@ -861,3 +861,36 @@ describe("TwoPhaseCommitSink backgroundCommits at the final checkpoint", () => {
     expect(journal.committed).toEqual(["a"]);
   });
 });
+
+describe("TwoPhaseCommitSink close after failed checkpoints (nothing outlives its attempt)", () => {
+  it("aborts a pending transaction when every checkpoint that carried it failed for good", async () => {
+    const { journal, sink, harness } = setUp();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.snapshot(1); // t1 pre-committed under 1
+    await harness.notifyAborted(1); // 1 can never be restored
+    await harness.close();
+    expect(journal.callsOf("abort")).toEqual(["abort t1", "abort t2"]);
+    expect(sink.pendingCheckpointIds()).toEqual([]);
+  });
+
+  it("keeps a pending transaction that a later checkpoint carried (it may be stored: a restart commits it)", async () => {
+    const { journal, harness } = setUp();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.snapshot(1);
+    await harness.notifyAborted(1);
+    await harness.snapshot(2); // carries t1 (still pending) and t2; its fate is unknown at close
+    await harness.close();
+    expect(journal.callsOf("abort")).toEqual(["abort t3"]);
+  });
+
+  it("keeps the pending transaction of a checkpoint whose fate is unknown", async () => {
+    const { journal, harness } = setUp();
+    await harness.initialize();
+    await harness.write("a");
+    await harness.snapshot(1); // stored or not: nobody said
+    await harness.close();
+    expect(journal.callsOf("abort")).toEqual(["abort t2"]);
+  });
+});
