@@ -436,8 +436,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         throw supersededError({ jobId, scope }, rival.incarnation, incarnation);
       }
       for (const marker of now) {
-        if (marker.scope === scope && marker.incarnation < incarnation)
-          await this.fence(jobId, marker.incarnation);
+        if (marker.scope !== scope || marker.incarnation >= incarnation) continue;
+        await this.fence(jobId, marker.incarnation);
+        // Fenced for good: its marker is no longer needed (numbers go on from the newest one).
+        await rm(join(root, String(marker.incarnation)), { recursive: true, force: true });
       }
       return incarnation;
     }
@@ -490,6 +492,11 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
     const owner = await readFile(join(marker, INCARNATION_SCOPE_FILE), "utf8").catch(() => undefined);
     if (owner === undefined) {
+      // Its marker is gone: removed after a newer claim fenced it, or never made.
+      const newest = newestIncarnationOf(await this.readIncarnations(jobId), scope);
+      if (newest !== undefined && newest > incarnation) {
+        throw supersededError({ jobId, scope, checkpointId, incarnation }, newest);
+      }
       throw new CheckpointError(
         "CHECKPOINT_FAILED",
         `${describeCheckpoint({ jobId, scope, checkpointId })}: incarnation ${incarnation} was never claimed in ${this.description}; claim it with claimIncarnation first`,
