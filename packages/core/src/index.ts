@@ -40,9 +40,11 @@ export { createCompletedCheckpoint } from "./checkpoint/completed-checkpoint.js"
 export {
   checkpointDirectoryName,
   FileSystemCheckpointStorage,
+  type FileSystemCheckpointStorageOptions,
   filesystem,
   subtaskStateFileName,
 } from "./checkpoint/filesystem-checkpoint-storage.js";
+export { supersededError } from "./checkpoint/incarnation.js";
 export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";
