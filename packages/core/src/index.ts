@@ -63,7 +63,12 @@ export {
   TransactionError,
 } from "./errors/onceflow-error.js";
 export type { LogEntry, LogFunction, Logger } from "./observability/logger.js";
-export { createConsoleLogger, createMemoryLogger, silentLogger } from "./observability/logger.js";
+export {
+  createConsoleLogger,
+  createMemoryLogger,
+  logSafeFields,
+  silentLogger,
+} from "./observability/logger.js";
 export type {
   Counter,
   Gauge,

@@ -13,6 +13,18 @@ export {
   isSimulatedKill,
   SimulatedKillError,
 } from "./contract/fault-injection.js";
+// Faults of checkpoint storage and time, for tests of jobs, sinks and storages.
+export type {
+  FaultyCheckpointStorageOptions,
+  HeldStore,
+  StoreAttempt,
+  StoreLatency,
+  StoreOutcome,
+  StoreRecord,
+} from "./faults/faulty-checkpoint-storage.js";
+export { FaultyCheckpointStorage, faultyCheckpointStorage } from "./faults/faulty-checkpoint-storage.js";
+export type { SteppableClock } from "./faults/steppable-clock.js";
+export { steppableClock } from "./faults/steppable-clock.js";
 export type { ServiceWriter } from "./runtime/announce.js";
 export { stderrWriter } from "./runtime/announce.js";
 export { onceflowCacheDir } from "./runtime/cache-dir.js";

@@ -226,6 +226,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     } catch (error) {
       if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true }).catch(() => {});
       if (error instanceof CheckpointError) throw error;
+      // A write into a staging folder that a newer claim renamed away: fenced, not broken.
+      const fenced = await this.fencedOr(metadata, error);
+      if (fenced instanceof CheckpointError) throw fenced;
       throw failed(`could not be written under ${scopeDir}: ${messageOf(error)}`, error);
     }
   }

@@ -118,6 +118,7 @@ describe("createConsoleLogger", () => {
           sasl: { mechanism: "plain", username: "u", password: "sasl-password" },
         },
         url: "postgres://app:url-password@db:5432/orders",
+        urlWithAt: "postgresql://app:p@ss-word@db/orders",
         dsn: "host=db user=app password=dsn-password dbname=orders",
         key: "order-17",
       },
@@ -137,6 +138,7 @@ describe("createConsoleLogger", () => {
       "url-password",
       "dsn-password",
       "message-password",
+      "ss-word",
       "xxxxxxxx",
     ]) {
       expect(line, `leaked ${secret}`).not.toContain(secret);
@@ -146,6 +148,7 @@ describe("createConsoleLogger", () => {
     expect(fields.err).not.toHaveProperty("client");
     expect(fields.connection).toMatchObject({ password: "[redacted]", secretKey: "[redacted]" });
     expect(fields.url).toBe("postgres://app:[redacted]@db:5432/orders");
+    expect(fields.urlWithAt).toBe("postgresql://app:[redacted]@db/orders");
     expect(fields.dsn).toBe("host=db user=app password=[redacted] dbname=orders");
     expect(fields.key).toBe("order-17");
     expect(line).toContain("postgresql://app:[redacted]@db/orders");

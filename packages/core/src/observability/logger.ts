@@ -118,7 +118,7 @@ function isSecretKey(key: string, value: unknown): boolean {
  */
 function redactText(text: string): string {
   const redacted = text
-    .replace(/(\/\/[^\s:/?#@]*:)[^\s@/]*@/g, `$1${REDACTED}@`)
+    .replace(/(\/\/[^\s:/?#@]*:)[^\s/]*@/g, `$1${REDACTED}@`)
     .replace(/\b(password|passwd|pwd)(\s*=\s*)('[^']*'|"[^"]*"|[^\s;&,]+)/gi, `$1$2${REDACTED}`);
   return redacted.length > MAX_STRING_LENGTH
     ? `${redacted.slice(0, MAX_STRING_LENGTH)}… (${redacted.length - MAX_STRING_LENGTH} more characters)`

@@ -24,6 +24,13 @@ export interface CheckpointStorageContractOptions<S extends CheckpointStorage> {
    * update the row …). When given, the contract checks that `load` then fails with `CHECKPOINT_CORRUPT`.
    */
   readonly corrupt?: (storage: S, at: CheckpointAddress) => Promise<void>;
+  /**
+   * Opens a second instance on the same stored data (same folder, same tables), as another process
+   * would. When given, the contract checks that incarnations are shared through the stored data: a
+   * claim made through one instance fences stores and claims made through the other. The contract
+   * closes the instance it gets.
+   */
+  readonly reopen?: (storage: S) => Promise<S>;
   /** Called after each test, for example to drop a schema. */
   readonly cleanup?: (storage: S) => Promise<void>;
 }
@@ -34,15 +41,35 @@ async function expectCheckpointError(promise: Promise<unknown>, code: string): P
     (caught: unknown) => caught,
   );
   expect(error, `expected a CheckpointError ${code}`).toBeInstanceOf(CheckpointError);
-  expect((error as CheckpointError).code).toBe(code);
+  expect((error as CheckpointError).code, `code of: ${(error as Error).message}`).toBe(code);
   return error as CheckpointError;
+}
+
+/** A test checkpoint of a job (default `orders`) written by `incarnation`. */
+function incarnationCheckpoint(
+  checkpointId: number,
+  scope: string,
+  incarnation: number,
+  jobId = "orders",
+): CompletedCheckpoint {
+  const checkpoint = createTestCheckpoint({
+    jobId,
+    checkpointId,
+    scope,
+    states: [`${scope}@${checkpointId}#${incarnation}`],
+    parallelism: 2,
+    subtaskIndexes: [scope === "subtask-1-of-2" ? 1 : 0],
+  });
+  return { metadata: { ...checkpoint.metadata, incarnation }, subtaskStates: checkpoint.subtaskStates };
 }
 
 /**
  * The behaviour every {@link CheckpointStorage} must have, as a vitest suite: round trips, ordering,
  * atomic refusal of bad input, copies not shared buffers, idempotent discard, isolation of jobs and
- * scopes, safe names, retention, and (with a `corrupt` hook) corruption detection. Run it on
- * your own storage from a vitest file; this repository runs it on the memory, filesystem and
+ * scopes, safe names, retention, incarnations (`claimIncarnation`: numbers growing job-wide, fencing
+ * of older incarnations' stores, `after`, concurrent claims, stores racing a claim), with a `reopen`
+ * hook incarnations shared between instances, and with a `corrupt` hook corruption detection. Run it
+ * on your own storage from a vitest file; this repository runs it on the memory, filesystem and
  * PostgreSQL storages.
  *
  * @example
@@ -298,6 +325,184 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
       expect(await storage.list("payments")).toHaveLength(1);
       await expect(retainLatestCheckpoints(storage, "orders", 0)).rejects.toBeInstanceOf(ConfigurationError);
       expect(await storage.list("orders")).toHaveLength(4);
+    });
+
+    describe("claimIncarnation", () => {
+      const A = "subtask-0-of-2";
+      const B = "subtask-1-of-2";
+      const listedIn = async (scope: string): Promise<number[]> =>
+        (await storage.list("orders")).filter((m) => m.scope === scope).map((m) => m.checkpointId);
+
+      it("hands out numbers that grow job-wide, across scopes", async () => {
+        const claimed: number[] = [];
+        for (const scope of [A, B, A, "base", B, A])
+          claimed.push(await storage.claimIncarnation("orders", scope));
+        for (const [index, incarnation] of claimed.entries()) {
+          expect(Number.isSafeInteger(incarnation), `incarnation ${incarnation}`).toBe(true);
+          if (index > 0) expect(incarnation).toBeGreaterThan(claimed[index - 1]!);
+        }
+        const other = await storage.claimIncarnation("payments", A);
+        expect(Number.isSafeInteger(other)).toBe(true);
+        expect(await storage.claimIncarnation("orders", B)).toBeGreaterThan(claimed.at(-1)!);
+      });
+
+      it("fences the scope's older incarnations: their stores fail with SUPERSEDED and are not listed", async () => {
+        const first = await storage.claimIncarnation("orders", A);
+        await storage.store(incarnationCheckpoint(1, A, first));
+        const second = await storage.claimIncarnation("orders", A);
+        const error = await expectCheckpointError(
+          storage.store(incarnationCheckpoint(2, A, first)),
+          "SUPERSEDED",
+        );
+        expect(error.message).toMatch(/newer/);
+        expect(await listedIn(A)).toEqual([1]);
+        await storage.store(incarnationCheckpoint(2, A, second));
+        expect(await listedIn(A)).toEqual([1, 2]);
+        expect((await storage.load("orders", A, 2)).metadata.incarnation).toBe(second);
+        // Fenced for good: a third claim fences the second too.
+        await storage.claimIncarnation("orders", A);
+        await expectCheckpointError(storage.store(incarnationCheckpoint(3, A, first)), "SUPERSEDED");
+        await expectCheckpointError(storage.store(incarnationCheckpoint(3, A, second)), "SUPERSEDED");
+        expect(await listedIn(A)).toEqual([1, 2]);
+      });
+
+      it("leaves other scopes and other jobs alone", async () => {
+        const inA = await storage.claimIncarnation("orders", A);
+        const inB = await storage.claimIncarnation("orders", B);
+        const otherJob = await storage.claimIncarnation("payments", A);
+        // B's claim has a higher number but fences only B.
+        await storage.store(incarnationCheckpoint(1, A, inA));
+        await storage.claimIncarnation("orders", A);
+        await storage.store(incarnationCheckpoint(1, B, inB));
+        await storage.store(incarnationCheckpoint(1, A, otherJob, "payments"));
+        expect(await listedIn(A)).toEqual([1]);
+        expect(await listedIn(B)).toEqual([1]);
+        expect((await storage.list("payments")).map((m) => m.checkpointId)).toEqual([1]);
+      });
+
+      it("with after: claims while `after` is still the newest, else fails with SUPERSEDED", async () => {
+        const first = await storage.claimIncarnation("orders", A);
+        const restarted = await storage.claimIncarnation("orders", A, { after: first });
+        expect(restarted).toBeGreaterThan(first);
+        // A zombie restarting after `first` must not fence `restarted`.
+        await expectCheckpointError(storage.claimIncarnation("orders", A, { after: first }), "SUPERSEDED");
+        await storage.store(incarnationCheckpoint(1, A, restarted));
+        expect(await listedIn(A)).toEqual([1]);
+        // Another scope's newest does not count, nor does a scope never claimed.
+        const inB = await storage.claimIncarnation("orders", B);
+        await expectCheckpointError(storage.claimIncarnation("orders", A, { after: inB }), "SUPERSEDED");
+        await expectCheckpointError(
+          storage.claimIncarnation("orders", "subtask-9-of-10", { after: 1 }),
+          "SUPERSEDED",
+        );
+        await storage.store(incarnationCheckpoint(2, A, restarted));
+        expect(await storage.claimIncarnation("orders", A, { after: restarted })).toBeGreaterThan(inB);
+      });
+
+      it("concurrent claims of one scope: exactly one ends newest, the others' stores are refused", async () => {
+        const base = await storage.claimIncarnation("orders", A);
+        // Restarts racing after the same incarnation: exactly one may win.
+        const restarts = await Promise.allSettled(
+          Array.from({ length: 5 }, () => storage.claimIncarnation("orders", A, { after: base })),
+        );
+        const won = restarts.filter((r) => r.status === "fulfilled");
+        expect(won, "claims after the same incarnation that succeeded").toHaveLength(1);
+        for (const lost of restarts.filter((r) => r.status === "rejected")) {
+          expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(CheckpointError);
+          expect(((lost as PromiseRejectedResult).reason as CheckpointError).code).toBe("SUPERSEDED");
+        }
+        // Plain claims racing: each succeeds or fails with SUPERSEDED; only the newest may store.
+        const claims = await Promise.allSettled(
+          Array.from({ length: 5 }, () => storage.claimIncarnation("orders", A)),
+        );
+        const numbers: number[] = [];
+        for (const claim of claims) {
+          if (claim.status === "fulfilled") numbers.push(claim.value);
+          else expect((claim.reason as CheckpointError).code).toBe("SUPERSEDED");
+        }
+        expect(numbers.length).toBeGreaterThan(0);
+        expect(new Set(numbers).size).toBe(numbers.length);
+        const incarnations = [base, (won[0] as PromiseFulfilledResult<number>).value, ...numbers];
+        const stores = await Promise.allSettled(
+          incarnations.map((incarnation, index) =>
+            storage.store(incarnationCheckpoint(index + 1, A, incarnation)),
+          ),
+        );
+        const landed = stores.flatMap((result, index) => (result.status === "fulfilled" ? [index + 1] : []));
+        expect(landed, "stores that landed, by checkpoint id").toHaveLength(1);
+        expect(incarnations[landed[0]! - 1]).toBe(Math.max(...incarnations));
+        for (const result of stores.filter((r) => r.status === "rejected")) {
+          expect(((result as PromiseRejectedResult).reason as CheckpointError).code).toBe("SUPERSEDED");
+        }
+        expect(await listedIn(A)).toEqual(landed);
+      });
+
+      it("a store racing a claim either lands (and is listed) or fails with SUPERSEDED", async () => {
+        let incarnation = await storage.claimIncarnation("orders", A);
+        for (let round = 1; round <= 8; round++) {
+          const store = storage.store(incarnationCheckpoint(round, A, incarnation));
+          // Start the claim before, with, or after the store's first await.
+          const claim = (async () => {
+            for (let turn = 0; turn < round % 4; turn++) await Promise.resolve();
+            return storage.claimIncarnation("orders", A);
+          })();
+          const [stored, claimed] = await Promise.allSettled([store, claim]);
+          expect(claimed.status).toBe("fulfilled");
+          const listed = (await listedIn(A)).includes(round);
+          if (stored.status === "fulfilled")
+            expect(listed, `checkpoint ${round} stored but not listed`).toBe(true);
+          else {
+            expect((stored.reason as CheckpointError).code, String(stored.reason)).toBe("SUPERSEDED");
+            expect(listed, `checkpoint ${round} refused but listed`).toBe(false);
+          }
+          // Once the claim resolved, the old incarnation can never store again.
+          await expectCheckpointError(
+            storage.store(incarnationCheckpoint(100 + round, A, incarnation)),
+            "SUPERSEDED",
+          );
+          incarnation = (claimed as PromiseFulfilledResult<number>).value;
+        }
+        expect((await listedIn(A)).every((id) => id <= 8)).toBe(true);
+      });
+
+      it("does not fence checkpoints without an incarnation", async () => {
+        await storage.claimIncarnation("orders", "all");
+        await storage.claimIncarnation("orders", "all");
+        await storage.store(createTestCheckpoint({ jobId: "orders", checkpointId: 1 }));
+        expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([1]);
+        expect((await storage.load("orders", "all", 1)).metadata.incarnation).toBeUndefined();
+      });
+
+      if (options.reopen !== undefined) {
+        const reopen = options.reopen;
+        it("shares incarnations between instances on the same data (a zombie and its replacement)", async () => {
+          const zombie = await storage.claimIncarnation("orders", A);
+          await storage.store(incarnationCheckpoint(1, A, zombie));
+          const other = await reopen(storage);
+          try {
+            const replacement = await other.claimIncarnation("orders", A);
+            expect(replacement).toBeGreaterThan(zombie);
+            // The zombie's instance is fenced by the claim made through the other instance.
+            await expectCheckpointError(storage.store(incarnationCheckpoint(2, A, zombie)), "SUPERSEDED");
+            await expectCheckpointError(
+              storage.claimIncarnation("orders", A, { after: zombie }),
+              "SUPERSEDED",
+            );
+            await other.store(incarnationCheckpoint(2, A, replacement));
+            expect((await storage.list("orders")).map((m) => m.checkpointId)).toEqual([1, 2]);
+            expect(await storage.claimIncarnation("orders", B)).toBeGreaterThan(replacement);
+          } finally {
+            await other.close?.();
+          }
+        });
+      }
+
+      it("rejects job ids and scopes that are not safe names", async () => {
+        for (const bad of ["", "..", "a/b"]) {
+          await expect(storage.claimIncarnation(bad, A)).rejects.toBeInstanceOf(ConfigurationError);
+          await expect(storage.claimIncarnation("orders", bad)).rejects.toBeInstanceOf(ConfigurationError);
+        }
+      });
     });
 
     if (options.corrupt !== undefined) {

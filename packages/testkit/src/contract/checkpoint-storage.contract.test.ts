@@ -25,6 +25,8 @@ describeCheckpointStorageContract(
     return filesystem(root);
   },
   {
+    // A second process on the same folder.
+    reopen: async (storage) => filesystem(storage.root),
     // Flip a byte of the state file, as a bad disk would.
     corrupt: async (storage, at) => {
       const file = join(
