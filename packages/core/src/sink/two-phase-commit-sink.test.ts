@@ -894,3 +894,19 @@ describe("TwoPhaseCommitSink close after failed checkpoints (nothing outlives it
     expect(journal.callsOf("abort")).toEqual(["abort t2"]);
   });
 });
+
+describe("TwoPhaseCommitSink close after a failed recovery", () => {
+  it("never aborts a pending transaction restored from a checkpoint, even when no snapshot followed", async () => {
+    const journal = new SinkJournal();
+    const first = setUp({}, journal);
+    await first.harness.initialize();
+    await first.harness.write("a");
+    const checkpoint = await first.harness.snapshot(1); // t1 pending in the stored checkpoint 1
+    await first.harness.close();
+    journal.failCommit("t1", 100); // the restarted attempt cannot commit it (a broker is down)
+    const second = setUp({ commitRetry: { maxAttempts: 1 } }, journal);
+    await expect(second.harness.initialize(checkpoint)).rejects.toThrow();
+    await second.harness.close();
+    expect(journal.callsOf("abort")).not.toContain("abort t1");
+  });
+});

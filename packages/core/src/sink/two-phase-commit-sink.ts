@@ -699,7 +699,12 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
 
   // ---- internals --------------------------------------------------------------------------------
 
+  /**
+   * Pre-committed in this attempt, and every checkpoint of this attempt since then failed for good.
+   * A transaction restored from a checkpoint is never one: that stored checkpoint references it.
+   */
   private onlyInFailedCheckpoints(holder: TransactionHolder<TXN>): boolean {
+    if (!this.snapshotIds.includes(holder.checkpointId)) return false;
     return this.snapshotIds
       .filter((checkpointId) => checkpointId >= holder.checkpointId)
       .every((checkpointId) => this.abortedCheckpoints.has(checkpointId));

@@ -37,6 +37,7 @@ interface StoredCheckpoint {
 export class ContractSubtask<IN> {
   readonly stored = new Map<number, StoredCheckpoint>();
   private harness: SinkTestHarness<IN> | undefined;
+  private incarnation = 0;
   private sink: TwoPhaseCommitSink<IN, unknown> | undefined;
   private faultControl: InjectedFaults | undefined;
   private position = 0;
@@ -75,10 +76,14 @@ export class ContractSubtask<IN> {
       throw new Error(`checkpoint ${restoreId} was never stored`);
     const sink = await this.contract.createSink(this.scope);
     this.faultControl = injectFaults(sink, options.faults ?? []);
+    // Every start is a new attempt with a higher incarnation, as the runtime gives it.
+    this.incarnation++;
     const harness = new SinkTestHarness(sink, {
       subtaskIndex: this.scope.subtaskIndex,
       parallelism: this.scope.parallelism,
       jobId: `contract-${this.scope.id}`,
+      attemptNumber: this.incarnation - 1,
+      incarnation: this.incarnation,
     });
     this.sink = sink;
     this.harness = harness;
