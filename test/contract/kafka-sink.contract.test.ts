@@ -60,7 +60,7 @@ const contract: TwoPhaseCommitSinkContract<string> = {
 describeTwoPhaseCommitSink(contract);
 
 describe("KafkaSink and older checkpoints", () => {
-  it("restoring a checkpoint older than a completed one fails loudly with TRANSACTION_FENCED, never silently", async () => {
+  it("restoring a checkpoint older than a completed one fails loudly with TRANSACTION_FENCED that says to restore the latest, never silently", async () => {
     const testCase = twoPhaseCommitSinkContractCases({ ...contract, skip: {} }).find(
       (each) => each.id === "restore-older-checkpoint",
     );
@@ -70,5 +70,7 @@ describe("KafkaSink and older checkpoints", () => {
     );
     expect(error).toBeInstanceOf(OnceflowError);
     expect((error as OnceflowError).code).toBe("TRANSACTION_FENCED");
+    // …and says how to get going again.
+    expect((error as Error).message).toContain('restore: "latest"');
   }, 90_000);
 });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
+import { Kafka, logLevel } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { createTopic, kafkaBrokers, produce, readAll, uniqueName, withAdmin } from "./helpers/kafka.js";
 
@@ -58,6 +59,65 @@ describe("Kafka → Kafka job", { timeout: 120_000 }, () => {
         async (admin) => (await admin.fetchOffsets({ groupId, topics: [input] }))[0],
       );
       expect(committed?.partitions.map((p) => p.offset).sort()).toEqual(["500", "500", "500", "500"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an attempt whose sink recovery fails (no broker answers) is restarted: the next attempt's sink takes the prefix over", async () => {
+    const input = await createTopic(uniqueName("job-claim-in"), 1);
+    const output = await createTopic(uniqueName("job-claim-out"), 1);
+    const inputs = Array.from({ length: 200 }, (_, i) => `c${i}`);
+    await produce(
+      input,
+      inputs.map((value) => ({ value })),
+    );
+    const prefix = uniqueName("job-claim");
+    // The first attempt's sink reaches no broker, as when the broker is killed while the attempt
+    // recovers: "finishing the recovery of transactions failed" (RecoveryError), and the runtime
+    // never closes that sink. Every later attempt gets a working one.
+    let created = 0;
+    const unreachable = new Kafka({
+      brokers: ["127.0.0.1:1"],
+      clientId: "job-claim",
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 300,
+      retry: { retries: 0 },
+    });
+    const dir = await mkdtemp(join(tmpdir(), "onceflow-kafka-job-claim-"));
+    try {
+      const job = new Job({
+        jobId: uniqueName("claim"),
+        parallelism: 1,
+        checkpointing: { interval: 200, storage: filesystem(dir) },
+        restartStrategy: { type: "fixed-delay", attempts: 3, delay: 50 },
+      });
+      job
+        .fromSource(
+          new KafkaSource({
+            brokers: kafkaBrokers(),
+            topics: [input],
+            startingOffsets: "earliest",
+            stoppingOffsets: "latest",
+          }),
+          { uid: "in" },
+        )
+        .map((record) => String(record.value))
+        .sinkTo(
+          () =>
+            new KafkaSink<string>({
+              ...(created++ === 0 ? { kafka: unreachable } : { brokers: kafkaBrokers() }),
+              topic: output,
+              deliveryGuarantee: "exactly-once",
+              transactionalIdPrefix: prefix,
+            }),
+          { uid: "out" },
+        );
+      const result = await job.execute();
+      expect(result.endedBy).toBe("end-of-input");
+      expect(created).toBeGreaterThanOrEqual(2);
+      const records = await readAll(output, { expected: inputs.length, timeoutMs: 30_000 });
+      expect(records.map((r) => r.value).sort()).toEqual([...inputs].sort());
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -65,12 +65,13 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     }
   });
 
-  it("uses a bounded pool of transactional ids (prefix-subtask-slot), one transaction per checkpoint", async () => {
+  it("uses a bounded pool of transactional ids (prefix-subtask-incarnation-slot), one transaction per checkpoint", async () => {
     const topic = await createTopic(uniqueName("sink-pool"), 1);
     const prefix = uniqueName("pool");
     const driver = await SinkDriver.start(eosSink(topic, prefix, { transactionalIdPoolSize: 3 }), {
       subtaskIndex: 2,
       parallelism: 3,
+      incarnation: 40,
     });
     const ids = new Set<string>();
     try {
@@ -83,7 +84,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
         if (checkpoint < 8) await driver.write([`c${checkpoint + 1}`]);
         await driver.complete(checkpoint);
       }
-      expect([...ids].sort()).toEqual([`${prefix}-2-0`, `${prefix}-2-1`, `${prefix}-2-2`]);
+      expect([...ids].sort()).toEqual([`${prefix}-2-40-0`, `${prefix}-2-40-1`, `${prefix}-2-40-2`]);
       expect(sortedValues(await readAll(topic, { expected: 8 }))).toEqual(range(1, 9, "c"));
     } finally {
       await driver.close();
@@ -221,8 +222,10 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("refuses a second running sink with the same prefix and subtask in one process (they would fence each other)", async () => {
     const topic = await createTopic(uniqueName("sink-shared-prefix"), 1);
     const prefix = uniqueName("shared");
-    const first = await SinkDriver.start(eosSink(topic, prefix, { name: "first" }));
-    const failure = await SinkDriver.start(eosSink(topic, prefix, { name: "second" })).catch(
+    // Two sinks of one attempt (one incarnation) of the job.
+    const incarnation = 1000;
+    const first = await SinkDriver.start(eosSink(topic, prefix, { name: "first" }), { incarnation });
+    const failure = await SinkDriver.start(eosSink(topic, prefix, { name: "second" }), { incarnation }).catch(
       (error: unknown) => error,
     );
     const cause = failure instanceof Error && "cause" in failure ? (failure.cause ?? failure) : failure;
@@ -231,13 +234,17 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
       `"${prefix}" is already used by another running KafkaSink (first)`,
     );
     // Another subtask index, or the same one once the first sink closed, is fine.
-    const otherSubtask = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 1, parallelism: 2 });
+    const otherSubtask = await SinkDriver.start(eosSink(topic, prefix), {
+      subtaskIndex: 1,
+      parallelism: 2,
+      incarnation,
+    });
     await otherSubtask.close();
     await first.write(["still-works"]);
     await first.checkpoint(1);
     await first.complete(1);
     await first.close();
-    const successor = await SinkDriver.start(eosSink(topic, prefix, { name: "successor" }));
+    const successor = await SinkDriver.start(eosSink(topic, prefix, { name: "successor" }), { incarnation });
     await successor.close();
     expect(sortedValues(await readAll(topic, { expected: 1 }))).toEqual(["still-works"]);
   });

@@ -146,6 +146,39 @@ describe("KafkaSource start positions", () => {
     }
   });
 
+  it("{ specific } with a group: a partition not listed starts at the group's committed offset, then at the reset strategy (Flink)", async () => {
+    const topic = await createTopic(uniqueName("src-specific-group"), 3);
+    await seed(topic, 3, 4);
+    const groupId = uniqueName("group");
+    // Partition 0 listed (offset 1) and committed (3): the listed offset wins. Partition 1 is not
+    // listed but committed at 2: it starts there. Partition 2 has neither: reset (earliest).
+    await withAdmin((admin) =>
+      admin.setOffsets({
+        groupId,
+        topic,
+        partitions: [
+          { partition: 0, offset: "3" },
+          { partition: 1, offset: "2" },
+        ],
+      }),
+    );
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      groupId,
+      startingOffsets: { specific: [{ topic, partition: 0, offset: 1 }], reset: "earliest" },
+      commitOffsetsOnCheckpoint: false,
+    });
+    const { reader } = await openReader(source);
+    try {
+      const expected = ["v0-1", "v0-2", "v0-3", "v1-2", "v1-3", "v2-0", "v2-1", "v2-2", "v2-3"];
+      expect(values(await pollRecords(reader, expected.length)).sort(byValue)).toEqual(expected);
+      expect(await pollFor(reader, 300)).toEqual([]);
+    } finally {
+      await reader.close();
+    }
+  });
+
   it("offsets restored from a checkpoint win over the start position", async () => {
     const topic = await createTopic(uniqueName("src-restore"), 2);
     await seed(topic, 2, 5);

@@ -37,6 +37,9 @@ const sinkContext: SinkContext = {
   splitId: "test-0",
 };
 
+/** Each start is a new attempt: it gets a new, higher incarnation unless the test names one. */
+let lastIncarnation = 0;
+
 /**
  * Drives a sink by hand the way the runtime does (initializeState, open, writeBatch, snapshotState,
  * notifyCheckpointComplete, close), keeping its state as a checkpoint would.
@@ -54,11 +57,12 @@ export class SinkDriver<IN> {
       restored?: { checkpointId: number; state: SinkState };
       subtaskIndex?: number;
       parallelism?: number;
-      /** The incarnation the sink sees (default 1); a restart passes a higher one. */
+      /** The incarnation the sink sees (default: one above every earlier start's, as the runtime does). */
       incarnation?: number;
     } = {},
   ): Promise<SinkDriver<IN>> {
     const driver = new SinkDriver(sink);
+    if (options.incarnation !== undefined) lastIncarnation = Math.max(lastIncarnation, options.incarnation);
     if (options.restored !== undefined) driver.state = structuredClone(options.restored.state);
     const store: OperatorStateStore = {
       getListState: <T>(descriptor: { name: string }) => listState<T>(driver.state, descriptor.name),
@@ -70,7 +74,7 @@ export class SinkDriver<IN> {
       subtaskIndex: options.subtaskIndex ?? 0,
       parallelism: options.parallelism ?? 1,
       attemptNumber: 0,
-      incarnation: options.incarnation ?? 1,
+      incarnation: options.incarnation ?? ++lastIncarnation,
       checkpointingInterval: undefined,
       logger: driver.logger,
       metrics: driver.metrics,

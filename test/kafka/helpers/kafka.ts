@@ -112,3 +112,27 @@ export function readerContext(overrides: Partial<SourceReaderContext> = {}) {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Writes `value` in a transaction on `transactionalId` as a plain kafkajs producer would, and
+ * commits it or leaves it open (what a crashed or frozen writer leaves behind).
+ */
+export async function writeInTransaction(
+  transactionalId: string,
+  topic: string,
+  value: string,
+  end: "commit" | "leave-open",
+  transactionTimeout = 60_000,
+): Promise<void> {
+  const producer = kafkaClient().producer({
+    transactionalId,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    transactionTimeout,
+  });
+  await producer.connect();
+  const transaction = await producer.transaction();
+  await transaction.send({ topic, messages: [{ value }] });
+  if (end === "commit") await transaction.commit();
+  await producer.disconnect();
+}

@@ -75,56 +75,71 @@ export async function listKafkaTransactions(
     throw new ConfigurationError("olderThanMs", `must be a number of ms ≥ 0, got ${olderThanMs}`);
   }
   const states = olderThanMs === undefined ? (options.states ?? []) : ["Ongoing"];
-  const prefix = options.prefix ?? "";
   const connection = new KafkaConnection(kafkaClientOf(options));
   await connection.connect();
   try {
-    const found: KafkaTransactionInfo[] = [];
-    for (const nodeId of await connection.brokerNodeIds()) {
-      // Each broker lists the ids it coordinates, so it is also the one to describe them.
-      const listed = decodeListTransactions(
-        await request(connection, nodeId, LIST_TRANSACTIONS, encodeListTransactions(states)),
-      );
-      if (listed.errorCode !== 0) throw brokerError("ListTransactions", nodeId, listed.errorCode);
-      const ids = listed.transactions
-        .map((transaction) => transaction.transactionalId)
-        .filter((id) => id.startsWith(prefix));
-      if (ids.length === 0) continue;
-      const described = decodeDescribeTransactions(
-        await request(connection, nodeId, DESCRIBE_TRANSACTIONS, encodeDescribeTransactions(ids)),
-      );
-      for (const transaction of described) {
-        // Gone or moved since it was listed: nothing to report.
-        if (transaction.errorCode !== 0) continue;
-        found.push({
-          transactionalId: transaction.transactionalId,
-          producerId: transaction.producerId,
-          producerEpoch: transaction.producerEpoch,
-          state: transaction.state,
-          // The broker keeps the last start time after the end: report it only while open.
-          startedAt:
-            OPEN_STATES.has(transaction.state) && transaction.startTimeMs >= 0
-              ? transaction.startTimeMs
-              : undefined,
-          timeoutMs: transaction.timeoutMs,
-          topics: transaction.topics,
-          coordinator: Number(nodeId),
-        });
-      }
-    }
+    const found = await listTransactionsOver(connection, { prefix: options.prefix ?? "", states });
     const now = Date.now();
-    return found
-      .filter(
-        (transaction) =>
-          olderThanMs === undefined ||
-          (transaction.state === "Ongoing" &&
-            transaction.startedAt !== undefined &&
-            now - transaction.startedAt > olderThanMs),
-      )
-      .sort((a, b) => a.transactionalId.localeCompare(b.transactionalId));
+    return found.filter(
+      (transaction) =>
+        olderThanMs === undefined ||
+        (transaction.state === "Ongoing" &&
+          transaction.startedAt !== undefined &&
+          now - transaction.startedAt > olderThanMs),
+    );
   } finally {
     await connection.disconnect();
   }
+}
+
+/**
+ * ListTransactions on every broker, then DescribeTransactions at each coordinator, over a
+ * connection the caller owns; sorted by transactional id. Throws `SERVICE_UNAVAILABLE` when a
+ * broker refuses (Kafka before 3.0 does not know ListTransactions) or answers an error.
+ *
+ * @example
+ * ```ts
+ * const open = await listTransactionsOver(connection, { prefix: "orders-out-", states: ["Ongoing"] });
+ * ```
+ */
+export async function listTransactionsOver(
+  connection: KafkaConnection,
+  options: { readonly prefix: string; readonly states: readonly string[] },
+): Promise<KafkaTransactionInfo[]> {
+  const found: KafkaTransactionInfo[] = [];
+  for (const nodeId of await connection.brokerNodeIds()) {
+    // Each broker lists the ids it coordinates, so it is also the one to describe them.
+    const listed = decodeListTransactions(
+      await request(connection, nodeId, LIST_TRANSACTIONS, encodeListTransactions(options.states)),
+    );
+    if (listed.errorCode !== 0) throw brokerError("ListTransactions", nodeId, listed.errorCode);
+    const ids = listed.transactions
+      .map((transaction) => transaction.transactionalId)
+      .filter((id) => id.startsWith(options.prefix));
+    if (ids.length === 0) continue;
+    const described = decodeDescribeTransactions(
+      await request(connection, nodeId, DESCRIBE_TRANSACTIONS, encodeDescribeTransactions(ids)),
+    );
+    for (const transaction of described) {
+      // Gone or moved since it was listed: nothing to report.
+      if (transaction.errorCode !== 0) continue;
+      found.push({
+        transactionalId: transaction.transactionalId,
+        producerId: transaction.producerId,
+        producerEpoch: transaction.producerEpoch,
+        state: transaction.state,
+        // The broker keeps the last start time after the end: report it only while open.
+        startedAt:
+          OPEN_STATES.has(transaction.state) && transaction.startTimeMs >= 0
+            ? transaction.startTimeMs
+            : undefined,
+        timeoutMs: transaction.timeoutMs,
+        topics: transaction.topics,
+        coordinator: Number(nodeId),
+      });
+    }
+  }
+  return found.sort((a, b) => a.transactionalId.localeCompare(b.transactionalId));
 }
 
 /**

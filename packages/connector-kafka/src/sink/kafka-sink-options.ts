@@ -64,8 +64,9 @@ export interface KafkaSinkOptions<IN> {
   /** Default `"at-least-once"` (Flink's default is `NONE`). */
   readonly deliveryGuarantee?: DeliveryGuarantee;
   /**
-   * Required for exactly-once: the prefix of this sink's transactional ids (`prefix-subtask-slot`).
-   * Must be unique per sink and job across the cluster, and stable across restarts.
+   * Required for exactly-once: the prefix of this sink's transactional ids
+   * (`prefix-subtask-incarnation-slot`). Must be unique per sink and job across the cluster (and no
+   * other sink's prefix followed by `-<digits>`), and stable across restarts.
    */
   readonly transactionalIdPrefix?: string;
   /** Transactional ids per subtask (default 5): enough for the checkpoints a restore may still need. */

@@ -12,7 +12,10 @@ import { type ICustomPartitioner, type Kafka, type Message, Partitioners, type P
 import { kafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../internal/kafkajs/internals.js";
 import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
+import { findLingeringTransactionalIds } from "./lingering-transactions.js";
+import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
 import { defaultValueSerializer, type Serializer } from "./serializer.js";
+import { checkTransactionTimeout } from "./transaction-timeout-check.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
 
 /**
@@ -23,7 +26,7 @@ import { TransactionalIdPool } from "./transactional-id-pool.js";
  * @example
  * ```ts
  * const pending: KafkaTransaction = { guarantee: "exactly-once", checkpointId: 7, records: 120,
- *   transactionalId: "orders-out-0-2", producerId: "4001", producerEpoch: 12, startedAt: Date.now(),
+ *   transactionalId: "orders-out-0-12-2", producerId: "4001", producerEpoch: 12, startedAt: Date.now(),
  *   poolSize: 5 };
  * ```
  */
@@ -46,8 +49,6 @@ const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
 const DEFAULT_POOL_SIZE = 5;
 const FENCE_CONCURRENCY = 8;
 const NONE_MAX_IN_FLIGHT = 8;
-/** `prefix/subtask` of every exactly-once KafkaSink running in this process, and the sink using it. */
-const activePrefixes = new Map<string, { readonly name: string }>();
 const RETRIABLE_COMMIT_ERRORS = new Set([
   "CONCURRENT_TRANSACTIONS",
   "COORDINATOR_LOAD_IN_PROGRESS",
@@ -64,12 +65,16 @@ const RETRIABLE_COMMIT_ERRORS = new Set([
  * A Kafka sink with Flink's delivery guarantees, built on {@link TwoPhaseCommitSink}.
  *
  * Exactly-once: one Kafka transaction per checkpoint and subtask, on a small pool of
- * transactional ids (`prefix-subtask-slot`). The checkpoint barrier flushes it and stores its
+ * transactional ids per attempt (`prefix-subtask-incarnation-slot`, the incarnation being the
+ * attempt's `RuntimeContext.incarnation`). The checkpoint barrier flushes it and stores its
  * transactional id, producer id and epoch; the commit (EndTxn) follows when the checkpoint
- * completes, retried with backoff. After a crash the new process first commits the restored
+ * completes, retried with backoff. After a crash the new attempt first commits the restored
  * checkpoint's transactions with their stored ids and epochs — also those the killed process had
- * pre-committed but not committed — then fences every other id of the pool, which aborts whatever
- * was left open and shuts out a frozen old process (a zombie).
+ * pre-committed but not committed — then finds the ids that older attempts of its subtasks left a
+ * transaction open on (ListTransactions by prefix) and fences them, which aborts what was left
+ * open. No attempt ever touches a newer attempt's ids, so a frozen old process (a zombie) that
+ * comes back cannot fence, abort or commit the transactions of the process that replaced it; the
+ * checkpoint storage stops it at its next checkpoint.
  *
  * @example
  * ```ts
@@ -103,8 +108,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private producer: Promise<Producer> | undefined;
   private pool: TransactionalIdPool | undefined;
   private readonly openTransactions = new WeakMap<KafkaTransaction, Promise<OpenTransaction>>();
-  private readonly recovered = new Set<string>();
-  private restoredPoolSize = 0;
+  /** What the recovery of the current attempt learnt; a new attempt (a new context) starts afresh. */
+  private attempt: AttemptRecovery | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private sendFailure: unknown;
   private registeredPrefix: string | undefined;
@@ -223,13 +228,22 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   protected async commit(transaction: KafkaTransaction): Promise<void> {
-    this.pool?.checkpointCompleted(transaction.checkpointId);
+    const pool = this.pool;
+    pool?.checkpointCompleted(transaction.checkpointId);
     if (transaction.transactionalId === undefined) return;
-    await (await this.connect()).endTransaction(handleOf(transaction), true);
-    this.openTransactions.delete(transaction);
-    if (this.pool !== undefined && transaction.transactionalId.startsWith(this.poolPrefix())) {
-      this.pool.committed(slotOf(transaction.transactionalId), this.lastCheckpointId);
+    const slot = pool?.slotOf(transaction.transactionalId);
+    try {
+      await (await this.connect()).endTransaction(handleOf(transaction), true);
+    } catch (error) {
+      // Lost to its timeout: the broker aborted it, so nothing can need the id's epoch any more. The
+      // slot must come back, or a sink that ignores such losses runs out of ids after a few.
+      if (slot !== undefined && this.classifyCommitError(error, transaction) === "timed-out") {
+        pool?.release(slot);
+      }
+      throw error;
     }
+    this.openTransactions.delete(transaction);
+    if (slot !== undefined) pool?.committed(slot, this.lastCheckpointId);
   }
 
   protected async abort(transaction: KafkaTransaction): Promise<void> {
@@ -237,20 +251,23 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     const open = this.openTransactions.get(transaction);
     this.openTransactions.delete(transaction);
     await open?.catch(() => undefined);
+    const slot = this.pool?.slotOf(transaction.transactionalId);
     try {
       await (await this.connect()).endTransaction(handleOf(transaction), false);
     } finally {
-      if (transaction.transactionalId.startsWith(this.poolPrefix())) {
-        this.pool?.release(slotOf(transaction.transactionalId));
-      }
+      if (slot !== undefined) this.pool?.release(slot);
     }
   }
 
   protected override async recoverAndCommit(transaction: KafkaTransaction): Promise<void> {
-    this.noteRestored(transaction);
+    const attempt = this.noteRestored(transaction);
     if (transaction.transactionalId === undefined) return;
-    this.recovered.add(transaction.transactionalId);
-    await (await this.connect()).endTransaction(handleOf(transaction), true);
+    attempt.recovered.add(transaction.transactionalId);
+    try {
+      await (await this.connect()).endTransaction(handleOf(transaction), true);
+    } catch (error) {
+      throw this.asRecoveryFencedError(error, transaction);
+    }
   }
 
   protected override recoverAndAbort(transaction: KafkaTransaction): void {
@@ -260,37 +277,69 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   }
 
   /**
-   * Checks the transaction timeout against the broker, then fences every id this subtask (or a
-   * subtask it took over after a rescale) may have used, except those just recovered: fencing
-   * aborts what a crashed or frozen process left open, so read_committed consumers are not held at
-   * the last stable offset and a zombie can neither write nor commit.
+   * Checks the transaction timeout against the broker, then aborts what earlier attempts left open:
+   * it lists the prefix's transactions (ListTransactions) and fences the ids of this and older
+   * incarnations of every subtask this one recovered (also of a larger earlier pool or
+   * parallelism), except those just recovered — so read_committed consumers are not held at the
+   * last stable offset. Ids of newer incarnations are never touched: they belong to the process
+   * that replaced this one.
    */
   protected override async finishRecoveringTransactions(): Promise<void> {
     if (this.guarantee !== "exactly-once") return;
     const context = this.runtimeContext;
-    this.registerPrefix(context.subtaskIndex);
-    const connection = await this.connect();
-    await this.validateTransactionTimeout(context);
-    this.pool = new TransactionalIdPool(this.prefix, context.subtaskIndex, this.poolSize);
-    const poolSize = Math.max(this.restoredPoolSize, this.poolSize);
-    const ids: string[] = [];
-    // The ids of every old subtask whose transactions this one recovered (core gives each old subtask one owner).
-    for (const subtask of this.recoveredSubtaskIndexes()) {
-      for (let slot = 0; slot < poolSize; slot++) {
-        const id = TransactionalIdPool.idOf(this.prefix, subtask, slot);
-        if (this.recovered.has(id)) {
-          // Committed just now from the restored checkpoint: a second restore of it must still find the epoch.
-          if (subtask === context.subtaskIndex) this.pool.committed(slot, this.lastCheckpointId);
-          continue;
-        }
-        ids.push(id);
+    const attempt = this.currentAttempt();
+    try {
+      const connection = await this.connect();
+      await checkTransactionTimeout(this.kafka, {
+        transactionTimeout: this.timeoutMs,
+        // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
+        checkpointInterval: context.checkpointingInterval ?? this.checkpointIntervalHint,
+        logger: this.logger,
+      });
+      const pool = new TransactionalIdPool(
+        this.prefix,
+        context.subtaskIndex,
+        context.incarnation,
+        this.poolSize,
+      );
+      this.pool = pool;
+      for (const id of attempt.recovered) {
+        // Only when an incarnation is reused (checkpointing off, or a test harness): a second
+        // restore of the checkpoint must still find the epoch of what was committed just now.
+        const slot = pool.slotOf(id);
+        if (slot !== undefined) pool.committed(slot, this.lastCheckpointId);
       }
+      const { ids, listed } = await findLingeringTransactionalIds(
+        connection,
+        {
+          prefix: this.prefix,
+          subtaskIndex: context.subtaskIndex,
+          parallelism: context.parallelism,
+          incarnation: context.incarnation,
+          recoveredSubtasks: this.recoveredSubtaskIndexes(),
+          recovered: attempt.recovered,
+          knownIncarnations: attempt.restoredIncarnations,
+          poolSize: Math.max(attempt.restoredPoolSize, this.poolSize),
+        },
+        this.logger,
+      );
+      await forEachLimited(ids, FENCE_CONCURRENCY, (id) => connection.fence(id, this.timeoutMs));
+      this.logger.info(
+        {
+          fenced: ids.length,
+          fencedIds: ids.slice(0, 20),
+          foundBy: listed ? "ListTransactions" : "restored ids",
+          recovered: attempt.recovered.size,
+          restoredCheckpointId: this.lastCheckpointId,
+          incarnation: context.incarnation,
+        },
+        "kafka sink: recovered pending transactions and aborted what earlier attempts left open",
+      );
+    } catch (error) {
+      // The attempt ends here: its claim on the prefix must not outlive it.
+      this.releasePrefix();
+      throw error;
     }
-    await forEachLimited(ids, FENCE_CONCURRENCY, (id) => connection.fence(id, this.timeoutMs));
-    this.logger.info(
-      { fenced: ids.length, recovered: this.recovered.size, restoredCheckpointId: this.lastCheckpointId },
-      "kafka sink: recovered pending transactions and fenced the other transactional ids",
-    );
   }
 
   protected override describeTransaction(transaction: KafkaTransaction): string {
@@ -343,34 +392,43 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   // ---- internals --------------------------------------------------------------------------------
 
-  /** Two sinks of one process sharing a prefix would fence each other's transactions: refuse the second. */
-  private registerPrefix(subtaskIndex: number): void {
-    const key = `${this.prefix}/${subtaskIndex}`;
-    const holder = activePrefixes.get(key);
-    if (holder !== undefined && holder !== this) {
-      throw new ConfigurationError(
-        "transactionalIdPrefix",
-        `"${this.prefix}" is already used by another running KafkaSink (${holder.name}) of subtask ${subtaskIndex} in this process: sinks sharing a prefix fence each other's transactions. Give each sink its own transactionalIdPrefix`,
-      );
+  /**
+   * The recovery facts of the current attempt. A new attempt on a reused instance comes with a new
+   * context, and starts afresh: what an earlier attempt recovered says nothing about this one. The
+   * first call of an exactly-once attempt claims the prefix for its subtask in this process.
+   */
+  private currentAttempt(): AttemptRecovery {
+    const context = this.runtimeContext;
+    if (this.attempt?.context === context) return this.attempt;
+    this.attempt = { context, recovered: new Set(), restoredPoolSize: 0, restoredIncarnations: new Set() };
+    if (this.guarantee === "exactly-once") {
+      this.releasePrefix();
+      const { key, tookOverFrom } = claimPrefix(this, this.name, this.prefix, context);
+      this.registeredPrefix = key;
+      if (tookOverFrom !== undefined) {
+        this.logger.info(
+          { transactionalIdPrefix: this.prefix, previousHolder: tookOverFrom },
+          "kafka sink: took the prefix over from an earlier attempt of this job that ended without closing",
+        );
+      }
     }
-    activePrefixes.set(key, this);
-    this.registeredPrefix = key;
+    return this.attempt;
   }
 
-  /** Ends this sink's claim on its prefix (at close; a killed process's claim ends with it). */
+  /** Ends this sink's claim on its prefix (at close, or when its attempt fails to start). */
   private releasePrefix(): void {
-    if (this.registeredPrefix !== undefined && activePrefixes.get(this.registeredPrefix) === this) {
-      activePrefixes.delete(this.registeredPrefix);
-    }
+    releasePrefixClaim(this, this.registeredPrefix);
     this.registeredPrefix = undefined;
   }
 
-  private poolPrefix(): string {
-    return `${this.prefix}-${this.runtimeContext.subtaskIndex}-`;
-  }
-
-  private noteRestored(transaction: KafkaTransaction): void {
-    this.restoredPoolSize = Math.max(this.restoredPoolSize, transaction.poolSize ?? 0);
+  private noteRestored(transaction: KafkaTransaction): AttemptRecovery {
+    const attempt = this.currentAttempt();
+    attempt.restoredPoolSize = Math.max(attempt.restoredPoolSize, transaction.poolSize ?? 0);
+    if (transaction.transactionalId !== undefined) {
+      const parts = TransactionalIdPool.parse(this.prefix, transaction.transactionalId);
+      if (parts !== undefined) attempt.restoredIncarnations.add(parts.incarnation);
+    }
+    return attempt;
   }
 
   private connect(): Promise<KafkaConnection> {
@@ -437,6 +495,30 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     );
   }
 
+  /**
+   * A restored transaction refused for a stale epoch (and not for its age): says why that happens
+   * and how to get the job going again.
+   */
+  private asRecoveryFencedError(error: unknown, transaction: KafkaTransaction): unknown {
+    const type = kafkaErrorType(error);
+    if (type !== "INVALID_PRODUCER_EPOCH" && type !== "PRODUCER_FENCED") return error;
+    const age = transaction.startedAt === undefined ? 0 : Date.now() - transaction.startedAt;
+    if (age >= this.timeoutMs) return error;
+    const context = this.runtimeContext;
+    const restored = this.lastCheckpointId;
+    const owner =
+      transaction.transactionalId === undefined
+        ? undefined
+        : TransactionalIdPool.parse(this.prefix, transaction.transactionalId);
+    const ownerText =
+      owner?.incarnation === undefined ? "the attempt that wrote it" : `incarnation ${owner.incarnation}`;
+    return new TransactionError(
+      "TRANSACTION_FENCED",
+      `${this.name}: the broker refused to commit ${this.describeTransaction(transaction)} of the restored checkpoint ${transaction.checkpointId} (${type}): a newer producer epoch was started on that id after the checkpoint was taken. Only ${ownerText} uses the id (this is incarnation ${context.incarnation}), and it reuses it only after a later checkpoint completed; a later attempt fences it only when the checkpoint it restored did not hold this transaction. So checkpoint ${restored} is not the job's latest (or it was declared failed): restart from the latest checkpoint — restore: "latest", or restore: { checkpointId: <the highest id \`onceflow checkpoints list\` shows> } — whose transactions are still committable. If checkpoint ${restored} is the latest one, another job or sink uses transactionalIdPrefix "${this.prefix}": give each its own.`,
+      { checkpointId: transaction.checkpointId, transactionId: transaction.transactionalId, cause: error },
+    );
+  }
+
   private plainProducer(): Promise<Producer> {
     this.producer ??= (async () => {
       const producer = this.kafka.producer({
@@ -469,48 +551,16 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     }
     return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
   }
+}
 
-  private async validateTransactionTimeout(context: RuntimeContext): Promise<void> {
-    // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
-    const interval = context.checkpointingInterval ?? this.checkpointIntervalHint;
-    if (interval !== undefined && this.timeoutMs <= interval) {
-      throw new ConfigurationError(
-        "transactionTimeout",
-        `${this.timeoutMs} ms is not above the checkpoint interval (${interval} ms): every transaction would time out before its checkpoint completes. Set transactionTimeout well above the interval plus the longest expected downtime (for example 15 min)`,
-      );
-    }
-    const admin = this.kafka.admin();
-    await admin.connect();
-    try {
-      const { brokers } = await admin.describeCluster();
-      const resources = brokers.map((b) => ({
-        type: 4, // ConfigResourceTypes.BROKER
-        name: String(b.nodeId),
-        configNames: ["transaction.max.timeout.ms"],
-      }));
-      const { resources: described } = await admin.describeConfigs({ resources, includeSynonyms: false });
-      for (const resource of described) {
-        const max = Number(
-          resource.configEntries.find((e) => e.configName === "transaction.max.timeout.ms")?.configValue,
-        );
-        if (Number.isFinite(max) && this.timeoutMs > max) {
-          throw new ConfigurationError(
-            "transactionTimeout",
-            `${this.timeoutMs} ms is above transaction.max.timeout.ms of broker ${resource.resourceName} (${max} ms): lower transactionTimeout to at most ${max}, or raise transaction.max.timeout.ms on the brokers`,
-          );
-        }
-      }
-    } catch (error) {
-      if (error instanceof ConfigurationError) throw error;
-      // Reading broker configs may be denied by ACLs; InitProducerId still rejects a too-long timeout.
-      this.logger.warn(
-        { error: (error as Error).message },
-        "could not read transaction.max.timeout.ms from the brokers; transactionTimeout not checked",
-      );
-    } finally {
-      await admin.disconnect();
-    }
-  }
+/** What the recovery of one attempt learnt from the restored checkpoint. */
+interface AttemptRecovery {
+  readonly context: RuntimeContext;
+  /** Ids committed from the restored checkpoint: never fenced, so a second restore finds their epoch. */
+  readonly recovered: Set<string>;
+  restoredPoolSize: number;
+  /** Incarnations named by restored ids (`undefined`: ids without incarnation). */
+  readonly restoredIncarnations: Set<number | undefined>;
 }
 
 function handleOf(transaction: KafkaTransaction): {
@@ -523,10 +573,6 @@ function handleOf(transaction: KafkaTransaction): {
     producerId: transaction.producerId as string,
     producerEpoch: transaction.producerEpoch as number,
   };
-}
-
-function slotOf(transactionalId: string): number {
-  return Number(transactionalId.slice(transactionalId.lastIndexOf("-") + 1));
 }
 
 function partitionerOf(custom: KafkaSinkOptions<unknown>["partitioner"]): ICustomPartitioner {

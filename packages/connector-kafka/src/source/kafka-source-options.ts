@@ -36,7 +36,7 @@ export type OffsetResetStrategy = "earliest" | "latest";
  * | `"latest"` | `OffsetsInitializer.latest()` / `setStartFromLatest` |
  * | `{ timestamp }` | `OffsetsInitializer.timestamp(t)` / `setStartFromTimestamp` |
  * | `{ committed: reset }` | `OffsetsInitializer.committedOffsets(reset)` / `setStartFromGroupOffsets` |
- * | `{ specific, reset }` | `OffsetsInitializer.offsets(map, reset)` / `setStartFromSpecificOffsets` |
+ * | `{ specific, reset }` | `OffsetsInitializer.offsets(map, reset)` / `setStartFromSpecificOffsets`: a partition not listed starts at the group's committed offset (with `groupId`), else at `reset` |
  *
  * @example
  * ```ts

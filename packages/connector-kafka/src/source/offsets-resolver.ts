@@ -52,15 +52,16 @@ export class OffsetsResolver {
     return result;
   }
 
-  /** The group's committed offsets; partitions without one are left out. */
+  /** The group's committed offsets of `partitions`; partitions without one are left out. */
   async committed(partitions: readonly TopicPartition[]): Promise<Map<string, bigint>> {
     const result = new Map<string, bigint>();
     if (this.groupId === undefined) return result;
-    const topics = [...byTopic(partitions).keys()];
-    const groupOffsets = await this.admin.fetchOffsets({ groupId: this.groupId, topics });
+    const wanted = byTopic(partitions);
+    const groupOffsets = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [...wanted.keys()] });
     for (const { topic, partitions: ps } of groupOffsets) {
       for (const p of ps) {
-        if (Number(p.offset) >= 0) result.set(keyOf(topic, p.partition), BigInt(p.offset));
+        if (Number(p.offset) >= 0 && wanted.get(topic)?.has(p.partition) === true)
+          result.set(keyOf(topic, p.partition), BigInt(p.offset));
       }
     }
     return result;
@@ -71,8 +72,18 @@ export class OffsetsResolver {
     if (partitions.length === 0) return new Map();
     if (spec === "earliest" || spec === "latest") return this.reset(partitions, spec);
     if ("timestamp" in spec) return this.forTimestamp(partitions, spec.timestamp);
-    const found =
-      "committed" in spec ? await this.committed(partitions) : specificOffsets(partitions, spec.specific);
+    let found: Map<string, bigint>;
+    if ("committed" in spec) {
+      found = await this.committed(partitions);
+    } else {
+      // Flink's OffsetsInitializer.offsets(map, reset): a partition not listed starts from the
+      // group's committed offset when there is one, and only then from the reset strategy.
+      found = specificOffsets(partitions, spec.specific);
+      const unlisted = partitions.filter((p) => !found.has(keyOf(p.topic, p.partition)));
+      if (unlisted.length > 0) {
+        for (const [key, offset] of await this.committed(unlisted)) found.set(key, offset);
+      }
+    }
     const reset = "committed" in spec ? spec.committed : (spec.reset ?? "earliest");
     const missing = partitions.filter((p) => !found.has(keyOf(p.topic, p.partition)));
     for (const [key, offset] of await this.reset(missing, reset)) found.set(key, offset);

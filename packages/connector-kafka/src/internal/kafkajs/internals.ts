@@ -29,9 +29,31 @@ interface FetchPartitionResponse {
   lastStableOffset?: string;
   abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
   messages: DecodedMessage[];
+  /** The offset after the last whole record batch of the response, empty batches included (v11 only). */
+  batchesEnd?: bigint;
+}
+
+/** A request as kafkajs' protocol modules build it: encoder, decoder/parser and timeout. */
+interface ProtocolRequest {
+  request: { apiKey: number; apiVersion: number; apiName: string; encode(): Promise<unknown> };
+  response: { decode(raw: Buffer): Promise<unknown>; parse(decoded: unknown): Promise<unknown> };
+  requestTimeout?: number;
+}
+
+interface KafkajsDecoder {
+  readInt16(): number;
+  readInt32(): number;
+  readInt64(): { toString(): string };
+  readString(): string;
+  readBytes(size: number): Buffer;
+  canReadBytes(size: number): boolean;
+  readArray<T>(read: (decoder: KafkajsDecoder) => T): T[];
+  readArrayAsync<T>(read: (decoder: KafkajsDecoder) => Promise<T>): Promise<T[]>;
 }
 
 interface InternalBroker {
+  lookupRequest(apiKey: number, definition: unknown): (request: Record<string, unknown>) => ProtocolRequest;
+  disconnect(): Promise<void>;
   fetch(request: {
     replicaId: number;
     isolationLevel: number;
@@ -126,6 +148,22 @@ const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<stri
 const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () => {
   writeBuffer(value: Buffer): unknown;
 };
+const KafkajsDecoder = requireKafkajs("kafkajs/src/protocol/decoder") as new (
+  buffer: Buffer,
+) => KafkajsDecoder;
+const decodeRecordBatch = requireKafkajs("kafkajs/src/protocol/recordBatch/v0/decoder") as (
+  decoder: KafkajsDecoder,
+) => Promise<{ firstOffset: string; lastOffsetDelta: number; records: DecodedMessage[] }>;
+const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder") as (
+  decoder: KafkajsDecoder,
+  size: number,
+) => Promise<DecodedMessage[]>;
+const fetchApiKey = (requireKafkajs("kafkajs/src/protocol/requests/apiKeys") as { Fetch: number }).Fetch;
+const fetchDefinition = (requireKafkajs("kafkajs/src/protocol/requests") as { requests: { Fetch: unknown } })
+  .requests.Fetch;
+const fetchV11Response = requireKafkajs("kafkajs/src/protocol/requests/fetch/v11/response") as {
+  parse(decoded: unknown): Promise<unknown>;
+};
 
 const TRANSACTION_COORDINATOR = 1;
 const GROUP_COORDINATOR = 0;
@@ -211,20 +249,24 @@ export class KafkaConnection {
       topics.set(p.topic, list);
       requested.set(`${p.topic}\u0000${p.partition}`, p.fetchOffset);
     }
-    const { responses } = await broker.fetch({
+    const { responses } = await fetchWithBatchEnds(broker, {
       replicaId: -1,
       isolationLevel: request.readCommitted ? READ_COMMITTED : READ_UNCOMMITTED,
       maxWaitTime: request.maxWaitTime,
       minBytes: 1,
       maxBytes: request.maxBytes,
       topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+      rackId: "",
     });
     const result: FetchedPartition[] = [];
     for (const { topicName, partitions } of responses) {
       for (const data of partitions) {
         const fetchOffset = requested.get(`${topicName}\u0000${data.partition}`);
         if (fetchOffset === undefined) continue;
-        let nextOffset = fetchOffset;
+        // Past every whole batch, also an empty one (compaction keeps a producer's last batch
+        // without records): kafkajs decodes no record from it, and the offset would never move.
+        let nextOffset =
+          data.batchesEnd !== undefined && data.batchesEnd > fetchOffset ? data.batchesEnd : fetchOffset;
         const within: DecodedMessage[] = [];
         for (const message of data.messages) {
           const batchEnd =
@@ -388,6 +430,100 @@ export class KafkaConnection {
       transactionResult: commit,
     });
   }
+}
+
+/**
+ * A Fetch through kafkajs' own request (the version it negotiated), but decoding v11 responses here:
+ * kafkajs' decoder drops record batches without records, and with them the offsets they cover. The
+ * copy below is kafkajs' v11 decoder (`requests/fetch/v11/response.js`) plus the end of the last
+ * whole batch of each partition. Other versions (brokers before Kafka 2.3) keep kafkajs' decoder.
+ */
+async function fetchWithBatchEnds(
+  broker: InternalBroker & InternalBrokerPool,
+  request: Record<string, unknown>,
+): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }> }> {
+  const protocolRequest = broker.lookupRequest(fetchApiKey, fetchDefinition)(request);
+  if (protocolRequest.request.apiVersion === 11) {
+    protocolRequest.response = { decode: decodeFetchV11, parse: fetchV11Response.parse };
+  }
+  try {
+    return (await broker.connectionPool.send(
+      protocolRequest as unknown as RawProtocolRequest,
+    )) as unknown as {
+      responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }>;
+    };
+  } catch (error) {
+    // As kafkajs' broker does: a closed connection is reopened by the next request.
+    if ((error as { name?: unknown }).name === "KafkaJSConnectionClosedError") await broker.disconnect();
+    throw error;
+  }
+}
+
+const RECORD_BATCH_MAGIC = 2;
+const MAGIC_OFFSET = 16;
+const RECORD_BATCH_OVERHEAD = 49;
+
+async function decodeFetchV11(raw: Buffer): Promise<unknown> {
+  const decoder = new KafkajsDecoder(raw);
+  const clientSideThrottleTime = decoder.readInt32();
+  const errorCode = decoder.readInt16();
+  const sessionId = decoder.readInt32();
+  const responses = await decoder.readArrayAsync(async (topicDecoder) => ({
+    topicName: topicDecoder.readString(),
+    partitions: await topicDecoder.readArrayAsync(async (partitionDecoder) => {
+      const partition = partitionDecoder.readInt32();
+      const partitionError = partitionDecoder.readInt16();
+      const highWatermark = partitionDecoder.readInt64().toString();
+      const lastStableOffset = partitionDecoder.readInt64().toString();
+      const lastStartOffset = partitionDecoder.readInt64().toString();
+      const abortedTransactions = partitionDecoder.readArray((each) => ({
+        producerId: each.readInt64().toString(),
+        firstOffset: each.readInt64().toString(),
+      }));
+      const preferredReadReplica = partitionDecoder.readInt32();
+      const { messages, batchesEnd } = await decodeRecordBatches(partitionDecoder);
+      return {
+        partition,
+        errorCode: partitionError,
+        highWatermark,
+        lastStableOffset,
+        lastStartOffset,
+        abortedTransactions,
+        preferredReadReplica,
+        messages,
+        batchesEnd,
+      };
+    }),
+  }));
+  // As kafkajs: the broker did not throttle; a client-side throttle time is for the client to honour.
+  return { throttleTime: 0, clientSideThrottleTime, errorCode, sessionId, responses };
+}
+
+/** kafkajs' `fetch/v4/decodeMessages`, also returning the end of the last whole record batch. */
+async function decodeRecordBatches(
+  decoder: KafkajsDecoder,
+): Promise<{ messages: DecodedMessage[]; batchesEnd: bigint | undefined }> {
+  const size = decoder.readInt32();
+  if (size <= 0 || !decoder.canReadBytes(size)) return { messages: [], batchesEnd: undefined };
+  const buffer = decoder.readBytes(size);
+  const batches = new KafkajsDecoder(buffer);
+  if (buffer.length <= MAGIC_OFFSET || buffer.readInt8(MAGIC_OFFSET) !== RECORD_BATCH_MAGIC) {
+    return { messages: await decodeMessageSet(batches, size), batchesEnd: undefined };
+  }
+  const messages: DecodedMessage[] = [];
+  let batchesEnd: bigint | undefined;
+  while (batches.canReadBytes(RECORD_BATCH_OVERHEAD)) {
+    try {
+      const batch = await decodeRecordBatch(batches);
+      for (const record of batch.records) messages.push(record);
+      batchesEnd = BigInt(batch.firstOffset) + BigInt(batch.lastOffsetDelta) + 1n;
+    } catch (error) {
+      // The tail of a response may hold a partial batch (maxBytes cuts it): read it next time.
+      if ((error as { name?: unknown }).name === "KafkaJSPartialMessageError") break;
+      throw error;
+    }
+  }
+  return { messages, batchesEnd };
 }
 
 /** A record as read from a partition, before deserialization. */

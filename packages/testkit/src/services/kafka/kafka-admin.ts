@@ -31,8 +31,11 @@ function adminClient(brokers: readonly string[], clientId: string, connectionTim
 }
 
 /**
- * Creates a topic (replication factor 1) and waits until every partition has a leader. Throws when
- * the topic exists already: name topics per test so that tests never read each other's records.
+ * Creates a topic (replication factor 1) and waits until every partition has a leader that answers
+ * ListOffsets for it — on a loaded machine the metadata names a leader a moment before that broker
+ * serves the partition ("This server is not the leader for that topic-partition"), so a test that
+ * reads offsets right after creating its topic could fail. Throws when the topic exists already:
+ * name topics per test so that tests never read each other's records.
  *
  * @example
  * ```ts
@@ -77,6 +80,7 @@ export async function createKafkaTopic(
   } finally {
     await admin.disconnect();
   }
+  await waitForListOffsets(brokers, name, options.partitions);
 }
 
 const LEADER_WAIT_MS = 30_000;
@@ -101,6 +105,38 @@ async function waitForLeaders(admin: Admin, topic: string, partitions: number): 
       cause: last,
       details: { topic },
     },
+  );
+}
+
+/**
+ * Polls ListOffsets (earliest and latest of every partition) with a client that does not retry, so
+ * that an answer means the partition leaders really serve the topic; until LEADER_WAIT_MS.
+ */
+async function waitForListOffsets(
+  brokers: readonly string[],
+  topic: string,
+  partitions: number,
+): Promise<void> {
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    const admin = adminClient(brokers, "onceflow-testkit-offsets");
+    try {
+      await admin.connect();
+      const offsets = await admin.fetchTopicOffsets(topic);
+      if (offsets.length === partitions) return;
+      last = new Error(`ListOffsets answered for ${offsets.length} of ${partitions} partitions`);
+    } catch (error) {
+      last = error;
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+    await sleep(100);
+  }
+  throw new OnceflowError(
+    "SERVICE_UNAVAILABLE",
+    `topic "${topic}": its partition leaders do not answer ListOffsets after ${LEADER_WAIT_MS} ms (last: ${(last as Error | undefined)?.message})`,
+    { cause: last, details: { topic } },
   );
 }
 
