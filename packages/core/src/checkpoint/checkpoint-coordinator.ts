@@ -77,6 +77,7 @@ export class CheckpointCoordinator {
   private lastCompletedAt = 0;
   /** Checkpoints failed for good in this attempt: what nothing stored can reference. */
   private readonly definitelyFailed: number[] = [];
+  private lastStored = 0;
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
@@ -107,6 +108,11 @@ export class CheckpointCoordinator {
   /** Checkpoints of this attempt that failed for good, ascending. */
   get failedCheckpointIds(): readonly number[] {
     return this.definitelyFailed;
+  }
+
+  /** The last checkpoint this attempt stored (0 when none): sinks may commit up to it. */
+  get lastStoredCheckpointId(): number {
+    return this.lastStored;
   }
 
   /** Starts periodic checkpoints (no-op when checkpointing is off). */
@@ -316,6 +322,7 @@ export class CheckpointCoordinator {
         "checkpoint stored late; it counts as completed",
       );
     }
+    this.lastStored = checkpointId;
     const { metadata } = checkpoint;
     const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
     this.lastCompletedAt = performance.now();

@@ -346,10 +346,12 @@ export class Job {
     await coordinator?.settle();
     for (const subtask of subtasks) subtask.terminate();
     await Promise.allSettled(loops);
-    // Closing aborts open transactions and those only failed checkpoints carried; pending ones of
-    // stored checkpoints stay for the next attempt to recover.
+    // Closing commits what the last stored checkpoint holds if an operator was not told yet (a
+    // failed job must not keep its locks), and aborts open transactions and those only failed
+    // checkpoints carried.
     const failed = coordinator?.failedCheckpointIds ?? [];
-    for (const subtask of subtasks) await subtask.close(failed);
+    const stored = coordinator?.lastStoredCheckpointId ?? 0;
+    for (const subtask of subtasks) await subtask.close(failed, stored);
   }
 
   private async planRestore(scope: string, runsAllSubtasks: boolean): Promise<RestorePlan> {

@@ -33,6 +33,8 @@ export class Subtask {
   private resolveEndOfInput!: () => void;
   /** Checkpoints whose abort every operator has been told of. */
   private readonly abortedDelivered = new Set<number>();
+  /** The highest checkpoint whose completion every operator has been told of. */
+  private completeDelivered = 0;
 
   constructor(
     readonly index: number,
@@ -87,9 +89,13 @@ export class Subtask {
   }
 
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    return this.enqueue(async () => {
-      for (const operator of this.operators) await operator.notifyCheckpointComplete(checkpointId);
-    });
+    return this.enqueue(() => this.deliverComplete(checkpointId));
+  }
+
+  private async deliverComplete(checkpointId: number): Promise<void> {
+    if (checkpointId <= this.completeDelivered) return;
+    this.completeDelivered = checkpointId;
+    for (const operator of this.operators) await operator.notifyCheckpointComplete(checkpointId);
   }
 
   notifyCheckpointAborted(checkpointId: number): Promise<void> {
@@ -124,34 +130,52 @@ export class Subtask {
    * connection that died mid-request) is given up after a while: it must not block the restart.
    * `failedCheckpointIds` are the attempt's checkpoints that can never be restored: operators that
    * were not told yet (the loop ended first) are told now, before they close, so that sinks can
-   * give up what only those checkpoints carried.
+   * give up what only those checkpoints carried. `storedCheckpointId`, the attempt's last stored
+   * checkpoint, is reported complete to operators that were not told yet, so that sinks commit it
+   * now rather than hold it (and its locks) until a restart — or forever, when the job failed for
+   * good.
    */
-  async close(failedCheckpointIds: readonly number[] = []): Promise<unknown[]> {
+  async close(failedCheckpointIds: readonly number[] = [], storedCheckpointId = 0): Promise<unknown[]> {
     const failures: unknown[] = [];
+    // The loop has ended: nothing else calls the operators now.
     for (const checkpointId of failedCheckpointIds) {
-      // The loop has ended: nothing else calls the operators now.
       await this.deliverAborted(checkpointId).catch((error: unknown) => failures.push(error));
     }
+    if (storedCheckpointId > this.completeDelivered) {
+      await this.withinCloseTimeout(this.deliverComplete(storedCheckpointId)).catch((error: unknown) => {
+        failures.push(error);
+        this.logger.warn(
+          { checkpointId: storedCheckpointId, err: error },
+          "committing the last stored checkpoint on close failed; a restart commits it",
+        );
+      });
+    }
     for (const operator of this.operators) {
-      let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([
-          operator.close(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(
-              () => reject(new Error(`close did not finish within ${CLOSE_TIMEOUT_MS} ms; given up`)),
-              CLOSE_TIMEOUT_MS,
-            );
-          }),
-        ]);
+        await this.withinCloseTimeout(operator.close());
       } catch (error) {
         failures.push(error);
-        this.logger.warn({ operator: operator.uid, error: String(error) }, "operator failed to close");
-      } finally {
-        clearTimeout(timer);
+        this.logger.warn({ operator: operator.uid, err: error }, "operator failed to close");
       }
     }
     return failures;
+  }
+
+  private async withinCloseTimeout(work: Promise<void> | void): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        work,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`did not finish within ${CLOSE_TIMEOUT_MS} ms on close; given up`)),
+            CLOSE_TIMEOUT_MS,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The loop. Rejects with the first failure of any operator. */
