@@ -57,11 +57,11 @@ describe.each(["prepared", "staging"] as const)(
       await driver.write(...rows.slice(0, 600));
       await driver.snapshot(1);
       if (mode === "prepared") {
-        expect(await query("SELECT gid FROM pg_prepared_xacts")).toEqual([{ gid: "restart_prepared-0-1" }]);
+        expect(await query("SELECT gid FROM pg_prepared_xacts")).toEqual([{ gid: "restart_prepared-0-1-1" }]);
       }
       await server.restart({ immediate: true });
       if (mode === "prepared") {
-        expect(await query("SELECT gid FROM pg_prepared_xacts")).toEqual([{ gid: "restart_prepared-0-1" }]);
+        expect(await query("SELECT gid FROM pg_prepared_xacts")).toEqual([{ gid: "restart_prepared-0-1-1" }]);
       }
       // The pool's connections died with the server: the commit retries on fresh ones.
       await driver.complete(1);

@@ -1,6 +1,11 @@
 export type { PostgresCheckpointStorageOptions } from "./checkpoint/postgres-checkpoint-storage.js";
 export { PostgresCheckpointStorage } from "./checkpoint/postgres-checkpoint-storage.js";
-export { PostgresConfigurationError, PostgresErrorReason } from "./errors/postgres-errors.js";
+export type { RejectedRowDetails } from "./errors/postgres-errors.js";
+export {
+  PostgresConfigurationError,
+  PostgresErrorReason,
+  PostgresRecordRejectedError,
+} from "./errors/postgres-errors.js";
 export type {
   PostgresSinkCommonOptions,
   PostgresSinkCustomWriteOptions,
@@ -11,4 +16,5 @@ export type {
 } from "./sink/options.js";
 export type { PostgresTransaction } from "./sink/postgres-sink.js";
 export { defaultSinkId, PostgresSink } from "./sink/postgres-sink.js";
+export { preparedGid } from "./sink/prepared-mode.js";
 export type { PostgresConnectionOptions } from "./sql/pool.js";

@@ -60,7 +60,7 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
     await driver.write(...tagged(sinkId, 0, 10));
     expect(await idsOf(sinkId)).toEqual([]);
     await driver.snapshot(1);
-    expect(await preparedGids(url, sinkId)).toEqual([`${sinkId}-0-1`]);
+    expect(await preparedGids(url, sinkId)).toEqual([`${sinkId}-0-1-1`]);
     expect(await idsOf(sinkId)).toEqual([]);
     await driver.complete(1);
     expect(await idsOf(sinkId)).toEqual(events(0, 10).map((e) => e.id));
@@ -88,7 +88,7 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
     await first.snapshot(2); // prepared, but checkpoint 2 never completes
     await first.write(...tagged(sinkId, 9, 12)); // open, never prepared
     await first.close(); // the crash: nothing was committed
-    expect(await preparedGids(url, sinkId)).toEqual([`${sinkId}-0-1`, `${sinkId}-0-2`]);
+    expect(await preparedGids(url, sinkId)).toEqual([`${sinkId}-0-1-1`, `${sinkId}-0-1-2`]);
     expect(await idsOf(sinkId)).toEqual([]);
 
     const second = new SinkDriver(sinkFor(sinkId));
@@ -124,7 +124,7 @@ describe("PostgresSink in prepared mode (driven by hand)", () => {
     await driver.start();
     await driver.write(...tagged(sinkId, 0, 4));
     await driver.snapshot(7);
-    await sql(url, `ROLLBACK PREPARED '${sinkId}-0-7'`);
+    await sql(url, `ROLLBACK PREPARED '${sinkId}-0-1-7'`);
     const error = await driver.complete(7).then(
       () => undefined,
       (caught: unknown) => caught,

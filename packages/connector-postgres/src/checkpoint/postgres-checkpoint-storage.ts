@@ -8,11 +8,13 @@ import {
   ConfigurationError,
   type Logger,
   silentLogger,
+  supersededError,
 } from "@onceflow/core";
 import type pg from "pg";
+import { asConfigurationProblem } from "../errors/permanent-errors.js";
 import { type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
-import { openPool, type PoolHandle, type PostgresConnectionOptions } from "../sql/pool.js";
+import { openPool, type PoolHandle, type PostgresConnectionOptions, withClient } from "../sql/pool.js";
 import { asPermissionError } from "../sql/table-schema.js";
 
 /**
@@ -26,7 +28,10 @@ import { asPermissionError } from "../sql/table-schema.js";
 export interface PostgresCheckpointStorageOptions extends PostgresConnectionOptions {
   /** Schema of the tables (default `public`). */
   readonly schema?: string;
-  /** Table of checkpoint metadata (default `onceflow_checkpoints`); states go to `<table>_state`. */
+  /**
+   * Table of checkpoint metadata (default `onceflow_checkpoints`); states go to `<table>_state`,
+   * and the newest incarnation of each scope (see `claimIncarnation`) to `<table>_owner`.
+   */
   readonly table?: string;
   /** Create the tables when missing (default `true`). Turn off when the role may not run DDL. */
   readonly createTables?: boolean;
@@ -119,6 +124,8 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
   private readonly handle: PoolHandle;
   private readonly checkpoints: TableName;
   private readonly states: TableName;
+  /** The newest incarnation of each scope, and (scope `''`) the last number handed out per job. */
+  private readonly owners: TableName;
   private readonly createTables: boolean;
   private ready: Promise<void> | undefined;
 
@@ -134,6 +141,7 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     }
     this.checkpoints = tableName(schema, table);
     this.states = tableName(schema, `${table}_state`);
+    this.owners = tableName(schema, `${table}_owner`);
     this.createTables = options.createTables ?? true;
     this.description = `postgres:${this.handle.where}/${schema}.${table}`;
   }
@@ -169,31 +177,33 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     }
     verifyStates(metadata, subtaskStates, "CHECKPOINT_FAILED");
     await this.ensureTables();
-    const client = await this.handle.pool.connect();
     try {
-      await client.query("BEGIN");
-      try {
-        await client.query(
-          `INSERT INTO ${this.checkpoints.sql} (job_id, scope, checkpoint_id, metadata) VALUES ($1, $2, $3, $4::jsonb)`,
-          [metadata.jobId, metadata.scope, metadata.checkpointId, json],
-        );
-        const subtasks = [...subtaskStates.keys()];
-        await client.query(
-          `INSERT INTO ${this.states.sql} (job_id, scope, checkpoint_id, subtask, state)
-           SELECT $1, $2, $3, s, d FROM unnest($4::int[], $5::bytea[]) AS u(s, d)`,
-          [
-            metadata.jobId,
-            metadata.scope,
-            metadata.checkpointId,
-            subtasks,
-            subtasks.map((index) => Buffer.from(subtaskStates.get(index) as Uint8Array)),
-          ],
-        );
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
-      }
+      await withClient(this.handle.pool, async (client) => {
+        await client.query("BEGIN");
+        try {
+          await this.checkNotSuperseded(client, metadata);
+          await client.query(
+            `INSERT INTO ${this.checkpoints.sql} (job_id, scope, checkpoint_id, metadata) VALUES ($1, $2, $3, $4::jsonb)`,
+            [metadata.jobId, metadata.scope, metadata.checkpointId, json],
+          );
+          const subtasks = [...subtaskStates.keys()];
+          await client.query(
+            `INSERT INTO ${this.states.sql} (job_id, scope, checkpoint_id, subtask, state)
+             SELECT $1, $2, $3, s, d FROM unnest($4::int[], $5::bytea[]) AS u(s, d)`,
+            [
+              metadata.jobId,
+              metadata.scope,
+              metadata.checkpointId,
+              subtasks,
+              subtasks.map((index) => Buffer.from(subtaskStates.get(index) as Uint8Array)),
+            ],
+          );
+          await client.query("COMMIT");
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw error;
+        }
+      });
     } catch (error) {
       if (sqlState(error) === SqlState.uniqueViolation) {
         throw new CheckpointError("CHECKPOINT_FAILED", `${describe(metadata)} already exists`, {
@@ -202,9 +212,22 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
         });
       }
       throw this.failed(error, "CHECKPOINT_FAILED", `storing ${describe(metadata)}`, metadata.checkpointId);
-    } finally {
-      client.release();
     }
+  }
+
+  /**
+   * Inside the storing transaction: holds the scope's fence in shared mode (a claim takes it
+   * exclusively, so it waits for this store to end, or this store waits for the claim and then sees
+   * it) and refuses a checkpoint of an incarnation older than the scope's newest.
+   */
+  private async checkNotSuperseded(client: pg.PoolClient, metadata: CheckpointMetadata): Promise<void> {
+    await client.query(
+      "SELECT pg_advisory_xact_lock_shared($1, $2)",
+      this.fenceKey(metadata.jobId, metadata.scope),
+    );
+    if (metadata.incarnation === undefined) return;
+    const newest = await this.newestIncarnation(client, metadata.jobId, metadata.scope);
+    if (newest !== undefined && metadata.incarnation < newest) throw supersededError(metadata, newest);
   }
 
   /**
@@ -262,7 +285,18 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     assertId(checkpointId);
     await this.ensureTables();
     const at = { jobId, scope, checkpointId };
-    const client = await this.handle.pool.connect();
+    try {
+      return await withClient(this.handle.pool, (client) => this.loadWith(client, at));
+    } catch (error) {
+      throw this.failed(error, "CHECKPOINT_FAILED", `loading ${describe(at)}`, checkpointId);
+    }
+  }
+
+  private async loadWith(
+    client: pg.PoolClient,
+    at: { jobId: string; scope: string; checkpointId: number },
+  ): Promise<CompletedCheckpoint> {
+    const { jobId, scope, checkpointId } = at;
     try {
       // One snapshot for both reads, so a concurrent discard cannot split them.
       await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
@@ -301,9 +335,65 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
       return { metadata, subtaskStates };
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
-      throw this.failed(error, "CHECKPOINT_FAILED", `loading ${describe(at)}`, checkpointId);
-    } finally {
-      client.release();
+      throw error;
+    }
+  }
+
+  /**
+   * Registers a new incarnation of `scope` and fences the older ones (see
+   * `CheckpointStorage.claimIncarnation`). In one transaction: takes the scope's fence exclusively
+   * (waiting for stores in flight, which hold it shared), takes the next number of the job (its
+   * counter row in `<table>_owner`, scope `''`, serializes the job's claims), checks `after`, and
+   * records the number as the scope's newest.
+   *
+   * @throws CheckpointError `SUPERSEDED` when `after` is given and is no longer the scope's newest.
+   * @example
+   * ```ts
+   * const incarnation = await storage.claimIncarnation("orders", "subtask-0-of-2");
+   * const next = await storage.claimIncarnation("orders", "subtask-0-of-2", { after: incarnation });
+   * ```
+   */
+  async claimIncarnation(
+    jobId: string,
+    scope: string,
+    options: ClaimIncarnationOptions = {},
+  ): Promise<number> {
+    assertName("jobId", jobId);
+    assertName("scope", scope);
+    const after = options.after;
+    if (after !== undefined && !Number.isSafeInteger(after)) {
+      throw new ConfigurationError("after", `must be an incarnation number, got ${String(after)}`);
+    }
+    await this.ensureTables();
+    try {
+      return await withClient(this.handle.pool, async (client) => {
+        await client.query("BEGIN");
+        try {
+          await client.query("SELECT pg_advisory_xact_lock($1, $2)", this.fenceKey(jobId, scope));
+          const newest = await this.newestIncarnation(client, jobId, scope);
+          if (after !== undefined && newest !== after)
+            throw supersededError({ jobId, scope }, newest ?? 0, after);
+          const counter = await client.query<{ incarnation: string }>(
+            `INSERT INTO ${this.owners.sql} AS o (job_id, scope, incarnation) VALUES ($1, '', 1)
+             ON CONFLICT (job_id, scope) DO UPDATE SET incarnation = o.incarnation + 1, claimed_at = now()
+             RETURNING incarnation::text`,
+            [jobId],
+          );
+          const incarnation = Number(counter.rows[0]?.incarnation);
+          await client.query(
+            `INSERT INTO ${this.owners.sql} AS o (job_id, scope, incarnation) VALUES ($1, $2, $3)
+             ON CONFLICT (job_id, scope) DO UPDATE SET incarnation = EXCLUDED.incarnation, claimed_at = now()`,
+            [jobId, scope, incarnation],
+          );
+          await client.query("COMMIT");
+          return incarnation;
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw error;
+        }
+      });
+    } catch (error) {
+      throw this.failed(error, "CHECKPOINT_FAILED", `claiming an incarnation of job ${jobId} scope ${scope}`);
     }
   }
 
@@ -315,14 +405,6 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
    * await storage.discard("orders", "all", 9);
    * ```
    */
-  async claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
-    // Placeholder, replaced by the fenced implementation in this change.
-    void jobId;
-    void scope;
-    void options;
-    return Date.now();
-  }
-
   async discard(jobId: string, scope: string, checkpointId: number): Promise<void> {
     assertName("jobId", jobId);
     assertName("scope", scope);
@@ -352,13 +434,33 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
    * ```
    */
   async close(): Promise<void> {
-    if (this.handle.owned) await this.handle.pool.end();
+    await this.handle.close();
+  }
+
+  private async newestIncarnation(
+    client: pg.PoolClient,
+    jobId: string,
+    scope: string,
+  ): Promise<number | undefined> {
+    const result = await client.query<{ incarnation: string }>(
+      `SELECT incarnation::text FROM ${this.owners.sql} WHERE job_id = $1 AND scope = $2`,
+      [jobId, scope],
+    );
+    const newest = result.rows[0]?.incarnation;
+    return newest === undefined ? undefined : Number(newest);
+  }
+
+  /** The advisory lock of a (job, scope) of this table: stores take it shared, claims exclusively. */
+  private fenceKey(jobId: string, scope: string): [number, number] {
+    const digest = createHash("sha256").update(`${this.checkpoints.sql}/${jobId}`).digest();
+    const scopeDigest = createHash("sha256").update(scope).digest();
+    return [digest.readInt32BE(0), scopeDigest.readInt32BE(0)];
   }
 
   private ensureTables(): Promise<void> {
     this.ready ??= this.createTablesIfMissing().catch((error: unknown) => {
       this.ready = undefined;
-      throw error;
+      throw this.failed(error, "CHECKPOINT_FAILED", `creating the tables ${this.checkpoints.sql}`);
     });
     return this.ready;
   }
@@ -375,6 +477,10 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
          state bytea NOT NULL,
          PRIMARY KEY (job_id, scope, checkpoint_id, subtask),
          FOREIGN KEY (job_id, scope, checkpoint_id) REFERENCES ${this.checkpoints.sql} ON DELETE CASCADE)`,
+      `CREATE TABLE IF NOT EXISTS ${this.owners.sql} (
+         job_id text NOT NULL, scope text NOT NULL, incarnation bigint NOT NULL,
+         claimed_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (job_id, scope))`,
     ];
     for (const statement of statements) {
       try {
@@ -389,6 +495,9 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
 
   private failed(error: unknown, code: "CHECKPOINT_FAILED", doing: string, checkpointId?: number): unknown {
     if (error instanceof CheckpointError || error instanceof ConfigurationError) return error;
+    const configuration = asConfigurationProblem(error, this.handle.owned ? "connection" : "pool");
+    if (configuration !== undefined && sqlState(error) !== SqlState.insufficientPrivilege)
+      return configuration;
     const permission = asPermissionError(error, "table", doing);
     if (permission !== error) return permission;
     return new CheckpointError(

@@ -1,4 +1,4 @@
-import { ConfigurationError } from "@onceflow/core";
+import { ConfigurationError, OnceflowError } from "@onceflow/core";
 
 /**
  * Finer, stable reasons for a {@link PostgresConfigurationError} (its `code` is always
@@ -22,6 +22,10 @@ export const PostgresErrorReason = {
   preparedTransactionsDisabled: "PREPARED_TRANSACTIONS_DISABLED",
   /** The connecting role lacks a privilege the sink or storage needs. */
   permissionDenied: "PERMISSION_DENIED",
+  /** The server refused the login: wrong password, unknown role, or no `pg_hba.conf` entry. */
+  authenticationFailed: "AUTHENTICATION_FAILED",
+  /** The database (or schema) named in the connection settings does not exist. */
+  databaseNotFound: "DATABASE_NOT_FOUND",
   /** A sink id is not usable (too long, bad characters, or used twice in this process). */
   invalidSinkId: "INVALID_SINK_ID",
   /** Options that contradict each other or are out of range. */
@@ -51,5 +55,52 @@ export class PostgresConfigurationError extends ConfigurationError {
   ) {
     super(setting, problem, options);
     this.reason = reason;
+  }
+}
+
+/**
+ * What {@link PostgresRecordRejectedError} knows about the refused row. Only the facts PostgreSQL
+ * gives: the column, constraint and row number are absent when the server does not say.
+ *
+ * @example
+ * ```ts
+ * const facts: RejectedRowDetails = { sqlState: "23502", table: '"public"."orders"', column: "total", batchRow: 3, row: { id: 7, total: null } };
+ * ```
+ */
+export type RejectedRowDetails = {
+  /** The SQLSTATE, for example `23502` (not null) or `22P02` (invalid text for the column's type). */
+  readonly sqlState: string;
+  /** The target table, quoted. */
+  readonly table: string;
+  /** The column PostgreSQL names, when it names one. */
+  readonly column?: string;
+  /** The constraint PostgreSQL names, when it names one. */
+  readonly constraint?: string;
+  /** The row's 1-based position in the batch sent (COPY's "line N"), when known. */
+  readonly batchRow?: number;
+  /** The row's values as the sink sent them (long values shortened), when known. */
+  readonly row?: Readonly<Record<string, unknown>>;
+  /** PostgreSQL's own description of the row (its `DETAIL`), when there is one. */
+  readonly serverDetail?: string;
+};
+
+/**
+ * PostgreSQL refuses a row for good — a NOT NULL, CHECK, foreign-key or exclusion constraint, or a
+ * value that is not valid for the column's type (SQLSTATE class 22). Retrying cannot help, so the
+ * code is `RECORD_REJECTED`, which the job treats as permanent: it stops at once instead of
+ * restarting. `details` (a {@link RejectedRowDetails}) and the message name the row and the column.
+ * Fix the data (or the table), then restart: the job resumes from its latest checkpoint.
+ *
+ * @example
+ * ```ts
+ * try { await job.execute(); } catch (error) {
+ *   if (error instanceof PostgresRecordRejectedError) console.error(error.details.column, error.details.row);
+ * }
+ * ```
+ */
+export class PostgresRecordRejectedError extends OnceflowError {
+  declare readonly details: RejectedRowDetails;
+  constructor(message: string, details: RejectedRowDetails, options: { cause?: unknown } = {}) {
+    super("RECORD_REJECTED", message, { cause: options.cause, details });
   }
 }

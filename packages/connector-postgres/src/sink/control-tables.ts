@@ -1,12 +1,12 @@
+import { createHash } from "node:crypto";
 import { TransactionError } from "@onceflow/core";
 import type { ClientBase, Pool } from "pg";
-
-/** A connection or a pool: anything with `query`. */
-type Queryable = ClientBase | Pool;
-
 import { type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { asPermissionError } from "../sql/table-schema.js";
+
+/** A connection or a pool: anything with `query`. */
+type Queryable = ClientBase | Pool;
 
 /**
  * The two small tables every PostgresSink shares in its schema:
@@ -14,9 +14,12 @@ import { asPermissionError } from "../sql/table-schema.js";
  * - markers: one row (sink, subtask, checkpoint) per committed checkpoint, written in the same
  *   transaction as the rows. It tells "already committed" from "lost" when a gid is gone, and turns
  *   a replayed commit into a no-op.
- * - epochs: one row (sink, subtask) whose number grows at every (re)start. Each commit holds a share
- *   lock on it and checks the number, so a zombie process from before a restart can no longer
- *   commit anything once the new one has started (a progress table alone is not enough).
+ * - epochs: one row (sink, subtask) whose number grows at every start of an attempt. Every step
+ *   that makes rows durable or visible checks the number while holding a lock that the bump takes
+ *   exclusively — the staging move a share lock on the row, `PREPARE TRANSACTION` and
+ *   `COMMIT PREPARED` a shared advisory lock (a row lock would be kept by the prepared
+ *   transaction) — so once a new attempt has bumped the epoch, an older one (a zombie) can neither
+ *   prepare nor commit anything, and nothing it began before the bump is still in flight.
  */
 export class ControlTables {
   readonly markers: TableName;
@@ -67,6 +70,8 @@ export class ControlTables {
     await client.query("BEGIN");
     try {
       await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+      // Waits for prepares and commits of older epochs that are in flight (see withEpochFence).
+      await client.query("SELECT pg_advisory_xact_lock($1, $2)", this.fenceKey(sinkId, subtask));
       const result = await client.query<{ epoch: string }>(
         `INSERT INTO ${this.epochs.sql} AS e (sink_id, subtask, epoch) VALUES ($1, $2, 1)
          ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = e.epoch + 1 RETURNING epoch::text`,
@@ -84,7 +89,7 @@ export class ControlTables {
    * Inside a commit transaction: checks the epoch is still ours. With `lock` (staging moves) the row
    * is locked in share mode, so a newer process's bump waits for the move to end. Prepared
    * transactions must not lock it: they would hold the lock until COMMIT PREPARED and block the
-   * bump of the very process that recovers them.
+   * bump of the very process that recovers them (they use {@link withEpochFence} instead).
    *
    * @throws TransactionError `TRANSACTION_FENCED` when a newer process of the same sink started.
    */
@@ -108,6 +113,43 @@ export class ControlTables {
         { checkpointId, transactionId: `${sinkId}/${subtask}/${checkpointId}` },
       );
     }
+  }
+
+  /**
+   * Runs `work` (a `PREPARE TRANSACTION` or a `COMMIT PREPARED`) only while `epoch` is still the
+   * newest of (sink, subtask), holding a shared session-level advisory lock that {@link bumpEpoch}
+   * takes exclusively: a bump waits for the work to end, and work after a bump sees the new epoch
+   * and is refused. Session-level, so a prepared transaction does not keep it.
+   *
+   * @throws TransactionError `TRANSACTION_FENCED` when a newer attempt of the same sink started.
+   * @example
+   * ```ts
+   * await control.withEpochFence(client, "orders.out", 0, epoch, 12, () => client.query("COMMIT PREPARED 'orders.out-0-3-12'"));
+   * ```
+   */
+  async withEpochFence<T>(
+    client: ClientBase,
+    sinkId: string,
+    subtask: number,
+    epoch: number,
+    checkpointId: number,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const key = this.fenceKey(sinkId, subtask);
+    await client.query("SELECT pg_advisory_lock_shared($1, $2)", key);
+    try {
+      await this.checkEpoch(client, sinkId, subtask, epoch, checkpointId, false);
+      return await work();
+    } finally {
+      // A lost connection releases the lock by itself.
+      await client.query("SELECT pg_advisory_unlock_shared($1, $2)", key).catch(() => undefined);
+    }
+  }
+
+  /** The advisory lock of (sink, subtask): a hash of the epoch table and sink id, and the subtask. */
+  private fenceKey(sinkId: string, subtask: number): [number, number] {
+    const digest = createHash("sha256").update(`${this.epochs.sql}/${sinkId}`).digest();
+    return [digest.readInt32BE(0), subtask | 0];
   }
 
   async insertMarker(

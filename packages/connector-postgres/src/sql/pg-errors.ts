@@ -29,6 +29,16 @@ export const SqlState = {
   adminShutdown: "57P01",
   crashShutdown: "57P02",
   cannotConnectNow: "57P03",
+  notNullViolation: "23502",
+  foreignKeyViolation: "23503",
+  checkViolation: "23514",
+  exclusionViolation: "23P01",
+  /** A row or value too large for PostgreSQL (for example an index row). */
+  programLimitExceeded: "54000",
+  invalidPassword: "28P01",
+  invalidAuthorization: "28000",
+  invalidCatalogName: "3D000",
+  invalidSchemaName: "3F000",
 } as const;
 
 /**
@@ -102,4 +112,54 @@ export function isTransient(error: unknown): boolean {
  */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Whether PostgreSQL refused the data itself, for good: class 22 (a value invalid for its column's
+ * type, too long, out of range), NOT NULL, CHECK, foreign-key and exclusion violations, a row too
+ * large. Unique violations are not in the list: the sink's own marker uses them to detect replays.
+ *
+ * @example
+ * ```ts
+ * if (isRejectedData(error)) throw recordRejected(error);
+ * ```
+ */
+export function isRejectedData(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state === undefined) return false;
+  return (
+    state.startsWith("22") ||
+    state === SqlState.notNullViolation ||
+    state === SqlState.checkViolation ||
+    state === SqlState.foreignKeyViolation ||
+    state === SqlState.exclusionViolation ||
+    state === SqlState.programLimitExceeded
+  );
+}
+
+/**
+ * What may be logged of an error: its name, message, SQLSTATE or system code, and PostgreSQL's
+ * DETAIL. Never the error object itself: driver errors can reference the client, which holds the
+ * password and the backend's secret key.
+ *
+ * @example
+ * ```ts
+ * logger.warn({ error: loggableError(error) }, "an idle PostgreSQL connection failed");
+ * ```
+ */
+export function loggableError(error: unknown): { name: string; message: string; code?: string } {
+  if (!(error instanceof Error)) return { name: typeof error, message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    message: error.message,
+    ...(typeof code === "string" ? { code } : {}),
+  };
+}
+
+/** A string field of a driver error (`column`, `constraint`, `where`, `detail`, …), if present. */
+export function errorField(error: unknown, field: string): string | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const value = (error as Record<string, unknown>)[field];
+  return typeof value === "string" && value.length > 0 ? value : undefined;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from "@onceflow/core";
 import pg from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
+import { loggableError } from "./pg-errors.js";
 
 /**
  * Where to connect: a `pg` Pool you own (it is not ended by onceflow), or connection settings (a
@@ -25,6 +26,8 @@ export interface PoolHandle {
   readonly owned: boolean;
   /** `host:port/database`, for messages. */
   readonly where: string;
+  /** Ends an owned pool; on a borrowed one, removes the error listener onceflow added. Never throws. */
+  close(): Promise<void>;
 }
 
 /**
@@ -43,17 +46,78 @@ export function openPool(options: PostgresConnectionOptions, logger: Logger, set
       "give exactly one of 'pool' (a pg.Pool) or 'connection' (a connection string or pg.PoolConfig)",
     );
   }
+  // An idle connection that the server drops (restart, failover) must not crash the process. Only
+  // the error's name, message and code are logged: the error can reach the client, which holds the
+  // password and the backend's secret key.
+  const onIdleError = (error: Error) =>
+    logger.warn(
+      { error: loggableError(error) },
+      "an idle PostgreSQL connection failed; the pool replaces it",
+    );
   if (options.pool !== undefined) {
-    return { pool: options.pool, owned: false, where: describePool(options.pool.options) };
+    const pool = options.pool;
+    // A borrowed pool without a listener would crash the process on such an error: add one for as
+    // long as onceflow uses the pool, and leave a pool that has its own alone.
+    const added = pool.listenerCount("error") === 0;
+    if (added) pool.on("error", onIdleError);
+    return {
+      pool,
+      owned: false,
+      where: describePool(pool.options),
+      close: async () => {
+        if (added) pool.off("error", onIdleError);
+      },
+    };
   }
   const config: pg.PoolConfig =
     typeof options.connection === "string"
       ? { connectionString: options.connection }
       : { ...options.connection };
   const pool = new pg.Pool({ max: 4, ...config });
-  // An idle connection that the server drops (restart, failover) must not crash the process.
-  pool.on("error", (error) => logger.warn({ err: error }, "an idle PostgreSQL connection failed"));
-  return { pool, owned: true, where: describePool(pool.options) };
+  pool.on("error", onIdleError);
+  let ended: Promise<void> | undefined;
+  return {
+    pool,
+    owned: true,
+    where: describePool(pool.options),
+    close: () => {
+      ended ??= pool.end().catch(() => undefined);
+      return ended;
+    },
+  };
+}
+
+/**
+ * Runs `work` with a connection of the pool that has an `error` listener for as long as it is
+ * checked out: pg-pool listens only to idle connections, and a checked-out one that loses its
+ * server (crash, restart, `pg_terminate_backend`) emits `error` — with no listener, Node ends the
+ * process. The error fails `work` instead (its query rejects too). A connection whose work failed
+ * is discarded, not returned to the pool.
+ *
+ * @example
+ * ```ts
+ * const count = await withClient(pool, async (client) => (await client.query("SELECT 1")).rowCount);
+ * ```
+ */
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost ??= error;
+  };
+  client.on("error", onError);
+  let failed = false;
+  try {
+    const result = await work(client);
+    if (lost !== undefined) throw lost;
+    return result;
+  } catch (error) {
+    failed = true;
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(failed || lost !== undefined ? true : undefined);
+  }
 }
 
 function describePool(config: pg.PoolConfig): string {
