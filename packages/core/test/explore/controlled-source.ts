@@ -76,7 +76,8 @@ class ControlledReader implements SourceReader<number, ControlledSplit> {
     if (split === undefined) return undefined;
     const end = this.input.available[split.index] ?? 0;
     const records: number[] = [];
-    for (; split.position < end; split.position++) records.push(split.index * this.input.perSplit + split.position);
+    for (; split.position < end; split.position++)
+      records.push(split.index * this.input.perSplit + split.position);
     return { splitId: split.splitId, records };
   }
 
@@ -122,7 +123,11 @@ export class ControlledSource implements Source<number, ControlledSplit> {
 
   async discoverSplits(): Promise<ControlledSplit[]> {
     await this.gate.whenOpen();
-    return Array.from({ length: this.input.splits }, (_, index) => ({ splitId: `split-${index}`, index, position: 0 }));
+    return Array.from({ length: this.input.splits }, (_, index) => ({
+      splitId: `split-${index}`,
+      index,
+      position: 0,
+    }));
   }
 
   assignSplit(split: ControlledSplit, parallelism: number): number {

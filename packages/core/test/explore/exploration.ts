@@ -11,9 +11,16 @@ export interface ExplorationOptions {
   /** Replays a failure: the seed (and path) that fast-check printed. */
   readonly seed?: number;
   readonly path?: string;
+  /** With `path`: the `replayPath` fast-check printed inside the command list. */
+  readonly commandsPath?: string;
   readonly maxCommands?: number;
   /** Only for systems that can inject commit faults. */
   readonly faultyCommits?: boolean;
+  /**
+   * How the report says to replay a failure: the CLI (default), or a vitest file given the
+   * EXPLORE_SEED, EXPLORE_PATH and EXPLORE_COMMANDS_PATH variables (see {@link explorationFromEnvironment}).
+   */
+  readonly replayFile?: string;
   /** Stop exploring new cases after this long (shrinking still runs). */
   readonly timeLimitMs?: number;
 }
@@ -57,18 +64,24 @@ export async function explore(options: ExplorationOptions): Promise<ExplorationR
     fc.commands(exploreCommands({ splits: 6, faultyCommits: options.faultyCommits ?? false }), {
       maxCommands: options.maxCommands ?? 30,
       size: "max",
+      ...(options.commandsPath === undefined ? {} : { replayPath: options.commandsPath }),
     }),
     fc.shuffledSubarray([0, 1, 2], { minLength: 3, maxLength: 3 }),
-    async (settings, startOrder, commands, finalOrder) => {
+    fc.boolean(),
+    async (settings, startOrder, commands, finalOrder, finalStaggered) => {
       const world = new ExploredWorld(settings, await options.target());
       try {
         // The first deployment starts in the given order (later ones start by command, one by one).
         for (const slot of startOrder) if (slot < world.slots) world.startProcess(slot);
         await fc.asyncModelRun(() => ({ model: {}, real: world }), commands);
-        const verdict = await world.finish(finalOrder);
+        const verdict = await world.finish(finalOrder, finalStaggered);
         if (process.env.EXPLORE_DEBUG) {
-          const stored = (await world.storage.list(world.jobId)).map((each) => `${each.scope}#${each.checkpointId}`);
-          console.log(`${JSON.stringify(settings)} ${commands} | stored ${stored.join(" ")} | ${verdict.ok ? "ok" : verdict.problems[0]}`);
+          const stored = (await world.storage.list(world.jobId)).map(
+            (each) => `${each.scope}#${each.checkpointId}`,
+          );
+          process.stderr.write(
+            `${JSON.stringify(settings)} ${commands} | stored ${stored.join(" ")} | ${verdict.ok ? "ok" : verdict.problems[0]}\n`,
+          );
         }
         if (!verdict.ok) throw new Error(verdict.problems.join("\n"));
       } finally {
@@ -83,7 +96,20 @@ export async function explore(options: ExplorationOptions): Promise<ExplorationR
     ...(options.timeLimitMs === undefined ? {} : { interruptAfterTimeLimit: options.timeLimitMs }),
     markInterruptAsFailure: false,
   });
-  const replay = `npm run explore -- --seed ${details.seed}${details.counterexamplePath ? ` --path ${details.counterexamplePath}` : ""}`;
+  const commandsPath = /replayPath="([^"]*)"/.exec(String(details.counterexample?.[2] ?? ""))?.[1];
+  const replay =
+    options.replayFile === undefined
+      ? [
+          `npm run explore -- --seed ${details.seed}`,
+          details.counterexamplePath ? ` --path ${details.counterexamplePath}` : "",
+          commandsPath ? ` --commands-path '${commandsPath}'` : "",
+        ].join("")
+      : [
+          `EXPLORE_SEED=${details.seed}`,
+          details.counterexamplePath ? ` EXPLORE_PATH=${details.counterexamplePath}` : "",
+          commandsPath ? ` EXPLORE_COMMANDS_PATH='${commandsPath}'` : "",
+          ` npx vitest run ${options.replayFile}`,
+        ].join("");
   const report = details.failed
     ? `${fc.defaultReportMessage(details) ?? ""}\n\nWhat broke:\n${describeError(details.errorInstance)}\n\nreplay: ${replay}`
     : `${details.numRuns} case(s) passed (seed ${details.seed}${details.interrupted ? ", stopped at the time limit" : ""})`;
@@ -92,4 +118,24 @@ export async function explore(options: ExplorationOptions): Promise<ExplorationR
 
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The seed (default `fallbackSeed`) and replay paths of a vitest exploration, from EXPLORE_SEED,
+ * EXPLORE_PATH and EXPLORE_COMMANDS_PATH, as a failure report prints them.
+ *
+ * @example
+ * ```ts
+ * await explore({ target, runs: 15, ...explorationFromEnvironment(20_261_130), replayFile: "test/explore/x.test.ts" });
+ * ```
+ */
+export function explorationFromEnvironment(
+  fallbackSeed: number,
+): Pick<ExplorationOptions, "seed" | "path" | "commandsPath"> {
+  const { EXPLORE_SEED, EXPLORE_PATH, EXPLORE_COMMANDS_PATH } = process.env;
+  return {
+    seed: EXPLORE_SEED === undefined ? fallbackSeed : Number(EXPLORE_SEED),
+    ...(EXPLORE_PATH === undefined ? {} : { path: EXPLORE_PATH }),
+    ...(EXPLORE_COMMANDS_PATH === undefined ? {} : { commandsPath: EXPLORE_COMMANDS_PATH }),
+  };
 }

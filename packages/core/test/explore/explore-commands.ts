@@ -1,16 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import fc from "fast-check";
+import type { ExploredProcess } from "./explored-process.js";
 import { CHECKPOINT_TIMEOUT_MS, PERIODIC_INTERVAL_MS } from "./explored-process.js";
 import type { ExploredWorld } from "./explored-world.js";
 
 /** What the commands need to know beyond the world: nothing yet (every command is valid always). */
 export type ExploreModel = Record<string, never>;
 
-type ExploreCommand = fc.AsyncCommand<ExploreModel, ExploredWorld, true>;
+type ExploreCommand = fc.AsyncCommand<ExploreModel, ExploredWorld>;
 
 /** A command that is valid in every state and says what it did. */
 export abstract class WorldCommand implements ExploreCommand {
-  check(): true {
+  check(): boolean {
     return true;
   }
   abstract run(model: ExploreModel, world: ExploredWorld): Promise<void>;
@@ -47,38 +48,48 @@ export class ArriveEverywhere extends WorldCommand {
 }
 
 export class StartProcess extends WorldCommand {
-  constructor(readonly slot: number) {
+  constructor(
+    readonly slot: number,
+    /** `named`: restore the checkpoint "latest" should pick, named by its id (`restore: { checkpointId }`). */
+    readonly restore: "latest" | "named" = "latest",
+  ) {
     super();
   }
   async run(_: ExploreModel, world: ExploredWorld) {
-    world.startProcess(this.slot);
+    const named = this.restore === "named" ? await world.latestCheckpointIdOf(this.slot) : undefined;
+    world.startProcess(this.slot, named === undefined ? "latest" : { checkpointId: named });
     await world.settle();
   }
   toString() {
-    return `start(slot ${this.slot})`;
+    return `start(slot ${this.slot}${this.restore === "named" ? ", restore the latest by its id" : ""})`;
   }
 }
 
 export class Checkpoint extends WorldCommand {
   constructor(
     readonly slot: number,
-    readonly outcome: "land" | "fail" | "hold",
+    /** `late`: held until the coordinator gave it up (and the next attempt began, if one does), then landed. */
+    readonly outcome: "land" | "fail" | "hold" | "late",
   ) {
     super();
   }
   async run(_: ExploreModel, world: ExploredWorld) {
     const process = world.newestOf(this.slot);
     if (process === undefined) return;
-    process.storage.plan(this.outcome);
+    process.storage.plan(this.outcome === "late" ? "hold" : this.outcome);
     const calls = process.storage.storeCalls;
     process.triggerCheckpoint();
-    // On demand or periodic: wait until this process's store began (a held one stays held).
+    // On demand or periodic: wait until this process's store began, and ended unless it is held.
     const deadline = Date.now() + 4 * PERIODIC_INTERVAL_MS;
-    while (process.storage.storeCalls === calls && process.isActive && Date.now() < deadline) await sleep(1);
+    const storing = () =>
+      process.storage.storeCalls === calls ||
+      (process.storage.heldCount === 0 && process.storage.storesEnded < process.storage.storeCalls);
+    while (storing() && process.isActive && Date.now() < deadline) await sleep(1);
+    if (this.outcome === "late" && process.storage.heldCount > 0) await landAfterTimeout(process, "land");
     await world.settle();
   }
   toString() {
-    return `checkpoint(slot ${this.slot}, store ${this.outcome})`;
+    return `checkpoint(slot ${this.slot}, store ${this.outcome === "late" ? "lands after its timeout" : this.outcome})`;
   }
 }
 
@@ -94,19 +105,23 @@ export class ReleaseHeldStore extends WorldCommand {
     const holding = world.processes.filter((process) => process.storage.heldCount > 0);
     const process = holding[this.pick % Math.max(1, holding.length)];
     if (process === undefined) return;
-    if (this.late) {
-      // Land after the coordinator gave the checkpoint up: wait for the timeout and the next attempt.
-      const attempts = process.attempts;
-      const deadline = Date.now() + CHECKPOINT_TIMEOUT_MS * 3;
-      await sleep(CHECKPOINT_TIMEOUT_MS);
-      while (process.attempts === attempts && Date.now() < deadline) await sleep(2);
-    }
-    process.storage.releaseHeld(this.outcome);
+    if (this.late) await landAfterTimeout(process, this.outcome);
+    else process.storage.releaseHeld(this.outcome);
     await world.settle();
   }
   toString() {
     return `release-held-store(pick ${this.pick}, ${this.outcome}${this.late ? ", after the timeout" : ""})`;
   }
+}
+
+// Lets the oldest held store of `process` go once the coordinator gave it up: after the timeout and,
+// when the attempt fails over it, once the next attempt began (it restored the checkpoint before).
+async function landAfterTimeout(process: ExploredProcess, outcome: "land" | "fail"): Promise<void> {
+  const attempts = process.attempts;
+  await sleep(CHECKPOINT_TIMEOUT_MS + 10);
+  const deadline = Date.now() + CHECKPOINT_TIMEOUT_MS;
+  while (process.attempts === attempts && process.isActive && Date.now() < deadline) await sleep(2);
+  process.storage.releaseHeld(outcome);
 }
 
 export class Kill extends WorldCommand {
@@ -153,15 +168,41 @@ export class Rescale extends WorldCommand {
   constructor(
     readonly parallelism: number,
     readonly old: "kill" | "freeze",
+    /** How many processes of the new deployment start at once, in StatefulSet order (0 first). */
+    readonly startNow = 0,
   ) {
     super();
   }
   async run(_: ExploreModel, world: ExploredWorld) {
     world.rescale(this.parallelism, this.old);
+    for (let slot = 0; slot < Math.min(this.startNow, world.slots); slot++) {
+      world.startProcess(slot);
+      await world.settle();
+    }
+  }
+  toString() {
+    return `rescale(to ${this.parallelism}, old processes ${this.old === "kill" ? "killed" : "frozen"}${this.startNow > 0 ? `, start ${this.startNow} in order` : ""})`;
+  }
+}
+
+export class CheckpointEverywhere extends WorldCommand {
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const active = world.processes.filter((process) => process.isActive);
+    const calls = active.map((process) => process.storage.storeCalls);
+    for (const process of active) process.triggerCheckpoint();
+    const deadline = Date.now() + 4 * PERIODIC_INTERVAL_MS;
+    const storing = (process: ExploredProcess, index: number) =>
+      process.isActive &&
+      (process.storage.storeCalls === calls[index] ||
+        process.storage.storesEnded < process.storage.storeCalls);
+    while (active.some(storing)) {
+      if (Date.now() > deadline) break;
+      await sleep(1);
+    }
     await world.settle();
   }
   toString() {
-    return `rescale(to ${this.parallelism}, old processes ${this.old === "kill" ? "killed" : "frozen"})`;
+    return "checkpoint(every active process)";
   }
 }
 
@@ -207,8 +248,13 @@ export class Renotify extends WorldCommand {
       ids = world.target.abortedIds?.(process.host) ?? [];
     } else {
       // Only checkpoints that are durable may be notified complete: the runtime never does otherwise.
-      const scope = process.options.subtaskIndex === undefined ? "all" : `subtask-${process.options.subtaskIndex}-of-${process.options.parallelism}`;
-      ids = (await world.storage.list(world.jobId)).filter((each) => each.scope === scope).map((each) => each.checkpointId);
+      const scope =
+        process.options.subtaskIndex === undefined
+          ? "all"
+          : `subtask-${process.options.subtaskIndex}-of-${process.options.parallelism}`;
+      ids = (await world.storage.list(world.jobId))
+        .filter((each) => each.scope === scope)
+        .map((each) => each.checkpointId);
     }
     const id = ids[this.pick % Math.max(1, ids.length)];
     if (id === undefined) return;
@@ -231,14 +277,24 @@ const slot = fc.nat({ max: 3 });
  * fc.commands(exploreCommands({ splits: 4 }), { maxCommands: 30 });
  * ```
  */
-export function exploreCommands(options: { splits: number; faultyCommits: boolean }): fc.Arbitrary<ExploreCommand>[] {
+export function exploreCommands(options: {
+  splits: number;
+  faultyCommits: boolean;
+}): fc.Arbitrary<ExploreCommand>[] {
   const arrive = fc
     .tuple(fc.nat({ max: options.splits - 1 }), fc.integer({ min: 1, max: 4 }))
     .map(([split, count]) => new Arrive(split, count));
   const arriveEverywhere = fc.integer({ min: 1, max: 3 }).map((count) => new ArriveEverywhere(count));
-  const start = slot.map((each) => new StartProcess(each));
+  const start = fc
+    .tuple(slot, fc.constantFrom("latest", "latest", "latest", "named") as fc.Arbitrary<"latest" | "named">)
+    .map(([each, restore]) => new StartProcess(each, restore));
   const checkpoint = fc
-    .tuple(slot, fc.constantFrom("land", "land", "fail", "hold") as fc.Arbitrary<"land" | "fail" | "hold">)
+    .tuple(
+      slot,
+      fc.constantFrom("land", "land", "fail", "hold", "late") as fc.Arbitrary<
+        "land" | "fail" | "hold" | "late"
+      >,
+    )
     .map(([each, outcome]) => new Checkpoint(each, outcome));
   const commands: fc.Arbitrary<ExploreCommand>[] = [
     arrive,
@@ -250,21 +306,38 @@ export function exploreCommands(options: { splits: number; faultyCommits: boolea
     checkpoint,
     checkpoint,
     fc
-      .tuple(fc.nat({ max: 3 }), fc.constantFrom("land", "fail") as fc.Arbitrary<"land" | "fail">, fc.boolean())
+      .tuple(
+        fc.nat({ max: 3 }),
+        fc.constantFrom("land", "fail") as fc.Arbitrary<"land" | "fail">,
+        fc.boolean(),
+      )
       .map(([pick, outcome, late]) => new ReleaseHeldStore(pick, outcome, late)),
     slot.map((each) => new Kill(each)),
     slot.map((each) => new Freeze(each)),
     fc.nat({ max: 3 }).map((pick) => new Resume(pick)),
     fc
-      .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom("kill", "kill", "freeze") as fc.Arbitrary<"kill" | "freeze">)
-      .map(([parallelism, old]) => new Rescale(parallelism, old)),
+      .tuple(
+        fc.integer({ min: 1, max: 3 }),
+        fc.constantFrom("kill", "kill", "freeze") as fc.Arbitrary<"kill" | "freeze">,
+        fc.nat({ max: 3 }),
+      )
+      .map(([parallelism, old, startNow]) => new Rescale(parallelism, old, startNow)),
+    fc.constant(new CheckpointEverywhere()),
     fc.constantFrom(-7_200_000, -3_600_000, -60_000, 60_000, 3_600_000).map((step) => new StepClock(step)),
     fc
-      .tuple(slot, fc.constantFrom("complete", "aborted") as fc.Arbitrary<"complete" | "aborted">, fc.nat({ max: 5 }))
+      .tuple(
+        slot,
+        fc.constantFrom("complete", "aborted") as fc.Arbitrary<"complete" | "aborted">,
+        fc.nat({ max: 5 }),
+      )
       .map(([each, kind, pick]) => new Renotify(each, kind, pick)),
   ];
   if (options.faultyCommits) {
-    commands.push((fc.constantFrom("transient", "after-applied") as fc.Arbitrary<"transient" | "after-applied">).map((fault) => new FailNextCommit(fault)));
+    commands.push(
+      (fc.constantFrom("transient", "after-applied") as fc.Arbitrary<"transient" | "after-applied">).map(
+        (fault) => new FailNextCommit(fault),
+      ),
+    );
   }
   return commands;
 }

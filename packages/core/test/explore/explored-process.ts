@@ -1,8 +1,8 @@
 import { type CheckpointStorage, Job, type JobResult, type RestoreSetting } from "../../src/index.js";
-import { ControlledSource, type ControlledInput } from "./controlled-source.js";
-import { GatedStorage } from "./gated-storage.js";
+import { type ControlledInput, ControlledSource } from "./controlled-source.js";
+import { GatedStorage, type StorageObserver } from "./gated-storage.js";
 import { ProcessGate } from "./process-gate.js";
-import type { SinkUnderTest } from "./sink-under-test.js";
+import type { SinkHost, SinkUnderTest } from "./sink-under-test.js";
 
 /** Checkpoint timing of every explored process (real milliseconds). */
 export const CHECKPOINT_TIMEOUT_MS = 100;
@@ -21,6 +21,10 @@ export interface ExploredProcessOptions {
   readonly target: SinkUnderTest;
   readonly restore: RestoreSetting;
   readonly tolerableFailures: number;
+  /** Told of the claims and landed stores of this process. */
+  readonly storageObserver?: StorageObserver;
+  /** Told when one of its sinks closed: an attempt ended (never for a killed process). */
+  readonly onAttemptEnded?: (process: ExploredProcess, transactionIds: readonly string[]) => void;
 }
 
 /** The job of the lead's design that takes checkpoints on demand, when it has it. */
@@ -50,7 +54,7 @@ export class ExploredProcess {
 
   constructor(readonly options: ExploredProcessOptions) {
     this.gate = new ProcessGate(options.name);
-    this.storage = new GatedStorage(options.storage, this.gate);
+    this.storage = new GatedStorage(options.storage, this.gate, options.storageObserver);
     this.source = new ControlledSource(options.input, this.gate);
     const onDemand = typeof (Job.prototype as TriggerableJob).triggerCheckpoint === "function";
     this.job = new Job({
@@ -58,7 +62,7 @@ export class ExploredProcess {
       parallelism: options.parallelism,
       ...(options.subtaskIndex === undefined ? {} : { subtaskIndex: options.subtaskIndex }),
       checkpointing: {
-        interval: onDemand ? 86_400_000 : PERIODIC_INTERVAL_MS,
+        interval: onDemand ? 600_000 : PERIODIC_INTERVAL_MS,
         timeout: CHECKPOINT_TIMEOUT_MS,
         retained: 3,
         tolerableFailures: options.tolerableFailures,
@@ -67,15 +71,21 @@ export class ExploredProcess {
       restartStrategy: { type: "fixed-delay", attempts: 25, delay: 5 },
       restore: options.restore,
     });
-    const host = { name: options.name, gate: this.gate };
-    this.job.fromSource(this.source, { uid: "input" }).sinkTo(() => options.target.createSink(host), { uid: "output" });
+    const host: SinkHost = {
+      name: options.name,
+      gate: this.gate,
+      attemptEnded: (transactionIds) => options.onAttemptEnded?.(this, transactionIds),
+    };
+    this.job
+      .fromSource(this.source, { uid: "input" })
+      .sinkTo(() => options.target.createSink(host), { uid: "output" });
   }
 
   get name(): string {
     return this.options.name;
   }
 
-  get host(): { name: string; gate: ProcessGate } {
+  get host(): SinkHost {
     return { name: this.options.name, gate: this.gate };
   }
 
@@ -98,7 +108,9 @@ export class ExploredProcess {
 
   /** Alive and able to make progress: started, not ended, not killed, not frozen. */
   get isActive(): boolean {
-    return this.running !== undefined && this.outcome === undefined && !this.gate.isKilled && !this.gate.isFrozen;
+    return (
+      this.running !== undefined && this.outcome === undefined && !this.gate.isKilled && !this.gate.isFrozen
+    );
   }
 
   /** Resolves when `execute()` ended, or after `timeoutMs`. */
@@ -107,7 +119,10 @@ export class ExploredProcess {
     const timedOut = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
-    const ended = await Promise.race([this.running?.then(() => true as const) ?? Promise.resolve(true as const), timedOut]);
+    const ended = await Promise.race([
+      this.running?.then(() => true as const) ?? Promise.resolve(true as const),
+      timedOut,
+    ]);
     clearTimeout(timer);
     return ended;
   }
@@ -131,6 +146,7 @@ export class ExploredProcess {
   }
 
   kill(): void {
+    if (!this.gate.isKilled) this.options.target.processKilled?.(this.host).catch(() => undefined);
     this.gate.kill();
     // A killed process must not restart in-process either: stop it (its final checkpoint hangs at the gate).
     this.job.stop();

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { MemoryCheckpointStorage, type RestoreSetting } from "../../src/index.js";
+import { storedCheckpointsReference } from "./checkpoint-references.js";
 import { ControlledInput } from "./controlled-source.js";
 import { ExploredProcess } from "./explored-process.js";
 import type { SinkUnderTest } from "./sink-under-test.js";
@@ -44,6 +45,11 @@ export class ExploredWorld {
   readonly processes: ExploredProcess[] = [];
   readonly jobId = "explore";
   parallelism: number;
+  /** Problems found while the case ran (not only at its end). */
+  private readonly endChecks: Promise<string | undefined>[] = [];
+  private readonly liveProblems: string[] = [];
+  /** Per scope, the newest process (by start) that claimed it so far. */
+  private readonly scopeOwners = new Map<string, ExploredProcess>();
   /** The newest process of each subtask (per-subtask) or of the whole job (single, key 0). */
   private readonly newest = new Map<number, ExploredProcess>();
 
@@ -77,11 +83,47 @@ export class ExploredWorld {
       target: this.target,
       restore,
       tolerableFailures: this.settings.tolerableFailures,
+      storageObserver: {
+        claimed: (scope) => this.takeOver(scope, process),
+        stored: (scope, checkpointId) => this.checkNewestWins(scope, checkpointId, process),
+      },
+      onAttemptEnded: (ended, transactionIds) => {
+        this.endChecks.push(this.checkNothingOrphaned(ended, transactionIds));
+      },
     });
     this.processes.push(process);
     this.newest.set(slot % this.slots, process);
     process.start();
     return process;
+  }
+
+  /**
+   * The id of the checkpoint a process of `slot` restores with "latest", by the documented rule: the
+   * current lineage is that of the highest checkpoint id; the scope's newest checkpoint in it, else the
+   * lineage's base. Undefined when there is none, or when the shape changed (a new lineage is due).
+   */
+  async latestCheckpointIdOf(slot: number): Promise<number | undefined> {
+    const all = await this.storage.list(this.jobId);
+    const highest = all.reduce<(typeof all)[number] | undefined>(
+      (newest, each) => (newest === undefined || each.checkpointId > newest.checkpointId ? each : newest),
+      undefined,
+    );
+    if (highest === undefined) return undefined;
+    const lineage = highest.lineage ?? 0;
+    const single = this.settings.deployment === "single";
+    const scope = single ? "all" : `subtask-${slot % this.slots}-of-${this.parallelism}`;
+    const inLineage = all.filter((each) => (each.lineage ?? 0) === lineage);
+    const base = inLineage.find((each) => each.scope === "base" && each.checkpointId === lineage);
+    const shape = base ?? highest;
+    const runsAll =
+      shape.scope === "base"
+        ? (shape.summary.base as { runsAllSubtasks?: boolean } | undefined)?.runsAllSubtasks === true
+        : shape.scope === "all";
+    // Another shape: the next start makes a new lineage, which only "latest" (or an older id) names.
+    if (shape.parallelism !== this.parallelism || runsAll !== single) return undefined;
+    const own = inLineage.filter((each) => each.scope === scope).map((each) => each.checkpointId);
+    if (own.length > 0) return Math.max(...own);
+    return base?.checkpointId;
   }
 
   /** A new parallelism: the current deployment is killed (or frozen, as zombies); no process of the new one runs yet. */
@@ -108,14 +150,20 @@ export class ExploredWorld {
    * `order`, runs it to the end and checks that the visible output is the input exactly once and
    * that nothing stays open or prepared.
    */
-  async finish(order: readonly number[]): Promise<Verdict> {
+  async finish(order: readonly number[], staggered = false): Promise<Verdict> {
     for (const process of this.processes) process.kill();
     this.newest.clear();
-    this.input.arriveAll();
     const fresh: ExploredProcess[] = [];
-    for (const slot of [...order.filter((each) => each < this.slots), ...Array.from({ length: this.slots }, (_, index) => index)]) {
-      if (!this.newest.has(slot)) fresh.push(this.startProcess(slot));
+    for (const slot of [
+      ...order.filter((each) => each < this.slots),
+      ...Array.from({ length: this.slots }, (_, index) => index),
+    ]) {
+      if (this.newest.has(slot)) continue;
+      fresh.push(this.startProcess(slot));
+      // Staggered: the first process restores and completes a checkpoint before the next starts.
+      if (staggered && fresh.length === 1 && this.slots > 1) await this.checkpointOnce(fresh[0]!);
     }
+    this.input.arriveAll();
     const problems: string[] = [];
     for (const process of fresh) {
       if (!(await process.whenEnded(FINAL_PHASE_LIMIT_MS))) {
@@ -124,10 +172,56 @@ export class ExploredWorld {
         problems.push(`${process.name} (final phase) failed: ${describe(process.ended.error)}`);
       }
     }
+    for (const problem of await Promise.all(this.endChecks))
+      if (problem !== undefined) problems.push(problem);
+    problems.push(...this.liveProblems.slice(0, 5));
     problems.push(...checkExactlyOnce(await this.target.visible(), this.input.total));
     const leftovers = await this.target.leftovers();
     if (leftovers.length > 0) problems.push(`left open or prepared: ${leftovers.slice(0, 8).join("; ")}`);
     return { ok: problems.length === 0, problems };
+  }
+
+  private async checkpointOnce(process: ExploredProcess): Promise<void> {
+    const deadline = Date.now() + 10 * SETTLE_LIMIT_MS;
+    while (process.attempts === 0 && Date.now() < deadline) await sleep(1);
+    const calls = process.storage.storeCalls;
+    process.triggerCheckpoint();
+    const storing = () =>
+      process.storage.storeCalls === calls || process.storage.storesEnded < process.storage.storeCalls;
+    while (storing() && process.isActive && Date.now() < deadline) await sleep(1);
+    await this.settle();
+  }
+
+  // Invariant 4: once a newer process claimed a scope, no older one may store in it again.
+  private takeOver(scope: string, process: ExploredProcess): void {
+    const owner = this.scopeOwners.get(scope);
+    if (owner === undefined || this.processes.indexOf(owner) <= this.processes.indexOf(process)) {
+      this.scopeOwners.set(scope, process);
+    }
+  }
+
+  private checkNewestWins(scope: string, checkpointId: number, process: ExploredProcess): void {
+    const owner = this.scopeOwners.get(scope);
+    if (scope === "base" || owner === undefined) return;
+    if (this.processes.indexOf(owner) > this.processes.indexOf(process)) {
+      this.liveProblems.push(
+        `${process.name} stored checkpoint ${checkpointId} of scope ${scope} after the newer ${owner.name} had claimed that scope: an older incarnation made progress`,
+      );
+    }
+  }
+
+  // Invariant 6: what an attempt prepared must not outlive it unless a stored checkpoint carries it.
+  private async checkNothingOrphaned(
+    process: ExploredProcess,
+    transactionIds: readonly string[],
+  ): Promise<string | undefined> {
+    const unfinished = this.target.unfinished?.(transactionIds) ?? [];
+    const orphaned: string[] = [];
+    for (const id of unfinished) {
+      if (!(await storedCheckpointsReference(this.storage, this.jobId, id))) orphaned.push(id);
+    }
+    if (orphaned.length === 0) return undefined;
+    return `an attempt of ${process.name} ended leaving ${orphaned.join(", ")} open or prepared, which no stored checkpoint carries`;
   }
 
   /** Puts the clock back and lets go of every process. */
@@ -145,7 +239,8 @@ function checkExactlyOnce(visible: readonly number[], total: number): string[] {
   const missing: number[] = [];
   for (let value = 0; value < total; value++) if (!counts.has(value)) missing.push(value);
   const problems: string[] = [];
-  if (duplicated.length > 0) problems.push(`duplicated ${duplicated.length}: ${duplicated.slice(0, 12).join(",")}`);
+  if (duplicated.length > 0)
+    problems.push(`duplicated ${duplicated.length}: ${duplicated.slice(0, 12).join(",")}`);
   if (missing.length > 0) problems.push(`missing ${missing.length}: ${missing.slice(0, 12).join(",")}`);
   if (problems.length > 0) problems.unshift(`visible ${visible.length} values for ${total} inputs`);
   return problems;

@@ -19,7 +19,10 @@ export async function fileSinkUnderTest(): Promise<SinkUnderTest> {
   return {
     name: "file",
     createSink(host) {
-      return gatedSink(new FileSink<number>({ directory, commitRetry: { maxAttempts: 3, initialDelay: 1 } }), host.gate);
+      return gatedSink(
+        new FileSink<number>({ directory, commitRetry: { maxAttempts: 3, initialDelay: 1 } }),
+        host.gate,
+      );
     },
     visible() {
       return readCommittedFiles<number>(directory);

@@ -34,3 +34,33 @@ export function gatedSink<IN>(sink: Sink<IN>, gate: ProcessGate): Sink<IN> {
   }
   return gated as unknown as Sink<IN>;
 }
+
+/**
+ * {@link gatedSink} for a sink that is made asynchronously (a connector loaded per process): every
+ * protocol call waits for it first. `writeBatch` falls back to `write` per value.
+ *
+ * @example
+ * ```ts
+ * job.sinkTo(() => gatedDeferredSink(loadSinkClass().then((Sink) => new Sink(options)), gate), { uid: "out" });
+ * ```
+ */
+export function gatedDeferredSink<IN>(making: Promise<Sink<IN>>, gate: ProcessGate): Sink<IN> {
+  making.catch(() => undefined);
+  const gated: Record<string, unknown> = {};
+  for (const method of protocolMethods) {
+    gated[method] = (...args: unknown[]) =>
+      gate.pass(async () => {
+        const sink = (await making) as unknown as Record<
+          string,
+          ((...values: unknown[]) => unknown) | undefined
+        >;
+        const original = sink[method];
+        if (original !== undefined) return original.apply(sink, args);
+        if (method === "writeBatch") {
+          const [values, context] = args as [readonly unknown[], unknown];
+          for (const value of values) await sink.write?.call(sink, value, context);
+        }
+      });
+  }
+  return gated as unknown as Sink<IN>;
+}

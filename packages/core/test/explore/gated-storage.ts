@@ -10,6 +10,12 @@ import type { ProcessGate } from "./process-gate.js";
 /** What the next `store` of a process does: land at once, fail, or wait for the model (`hold`). */
 export type StoreOutcome = "land" | "fail" | "hold";
 
+/** Told of what a process's storage calls achieved, in the order they achieved it. */
+export interface StorageObserver {
+  claimed?(scope: string, incarnation: number): void;
+  stored?(scope: string, checkpointId: number): void;
+}
+
 /** A store waiting for the model to let it land or fail. */
 interface HeldStore {
   readonly checkpointId: number;
@@ -35,12 +41,14 @@ export class GatedStorage implements CheckpointStorage {
   private readonly held: HeldStore[] = [];
   /** Ids whose store this wrapper failed on purpose. */
   readonly failedIds: number[] = [];
-  /** Stores begun so far (held ones included). */
+  /** Stores begun so far (held ones included), and those that have ended (landed or failed). */
   storeCalls = 0;
+  storesEnded = 0;
 
   constructor(
     private readonly shared: CheckpointStorage,
     private readonly gate: ProcessGate,
+    private readonly observer: StorageObserver = {},
   ) {
     this.description = `gated:${shared.description}`;
   }
@@ -64,6 +72,14 @@ export class GatedStorage implements CheckpointStorage {
   async store(checkpoint: CompletedCheckpoint): Promise<void> {
     await this.gate.whenOpen();
     this.storeCalls++;
+    try {
+      await this.storeAsPlanned(checkpoint);
+    } finally {
+      this.storesEnded++;
+    }
+  }
+
+  private async storeAsPlanned(checkpoint: CompletedCheckpoint): Promise<void> {
     const checkpointId = checkpoint.metadata.checkpointId;
     let outcome: StoreOutcome = this.planned.shift() ?? "land";
     if (outcome === "hold") {
@@ -76,7 +92,10 @@ export class GatedStorage implements CheckpointStorage {
         checkpointId,
       });
     }
-    await this.gate.pass(() => this.shared.store(checkpoint));
+    await this.gate.pass(async () => {
+      await this.shared.store(checkpoint);
+      this.observer.stored?.(checkpoint.metadata.scope, checkpointId);
+    });
   }
 
   list(jobId: string): Promise<CheckpointMetadata[]> {
@@ -92,6 +111,10 @@ export class GatedStorage implements CheckpointStorage {
   }
 
   claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number> {
-    return this.gate.pass(() => this.shared.claimIncarnation(jobId, scope, options));
+    return this.gate.pass(async () => {
+      const incarnation = await this.shared.claimIncarnation(jobId, scope, options);
+      this.observer.claimed?.(scope, incarnation);
+      return incarnation;
+    });
   }
 }

@@ -17,7 +17,7 @@ export function inMemorySinkUnderTest(): SinkUnderTest {
   return {
     name: "memory",
     createSink(host: SinkHost) {
-      const sink = new ModelSink(system, host.gate, host.name);
+      const sink = new ModelSink(system, host);
       sinks.set(host.name, [...(sinks.get(host.name) ?? []), sink]);
       return sink;
     },
@@ -26,6 +26,12 @@ export function inMemorySinkUnderTest(): SinkUnderTest {
     },
     async leftovers() {
       return system.unfinished().map((each) => `${each.id} ${each.status} [${each.values.join(",")}]`);
+    },
+    unfinished(transactionIds) {
+      return transactionIds.filter((id) => {
+        const status = system.transactions.get(id)?.status;
+        return status === "open" || status === "prepared";
+      });
     },
     injectCommitFault(fault) {
       system.commitFaults.push(fault);

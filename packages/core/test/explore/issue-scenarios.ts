@@ -16,6 +16,8 @@ import type { SinkUnderTest } from "./sink-under-test.js";
 export interface Scenario {
   readonly name: string;
   readonly settings: WorldSettings;
+  /** Processes started before the first command without waiting for them (as the exploration's first deployment). */
+  readonly startOrder?: readonly number[];
   readonly commands: readonly WorldCommand[];
   /** Start order of the fresh deployment in the final phase. */
   readonly finalOrder: readonly number[];
@@ -33,7 +35,7 @@ const single: WorldSettings = { ...perSubtask(1), deployment: "single" };
 /**
  * Issue 9's silent breaks as operation lists (each fails on 343f325): the multi-process rescale with
  * a staggered start (1), the rescale back to an earlier parallelism (1), the wall clock stepped back
- * (2) and the store that lands after its timeout (3).
+ * (2) and the store that lands after its timeout (3), after a restart or within the same attempt.
  *
  * @example
  * ```ts
@@ -112,6 +114,22 @@ export const issueNineScenarios: readonly Scenario[] = [
     ],
     finalOrder: [0],
   },
+  {
+    name: "a checkpoint whose store timed out lands later while the attempt goes on (one failure tolerated)",
+    settings: { ...single, tolerableFailures: 1 },
+    commands: [
+      new StartProcess(0),
+      new ArriveEverywhere(2),
+      new Checkpoint(0, "land"),
+      new ArriveEverywhere(2),
+      new Checkpoint(0, "hold"),
+      new ReleaseHeldStore(0, "land", true),
+      new ArriveEverywhere(2),
+      new Checkpoint(0, "fail"),
+      new ArriveEverywhere(2),
+    ],
+    finalOrder: [0],
+  },
 ];
 
 /**
@@ -125,6 +143,7 @@ export const issueNineScenarios: readonly Scenario[] = [
 export async function runScenario(target: SinkUnderTest, scenario: Scenario): Promise<Verdict> {
   const world = new ExploredWorld(scenario.settings, target);
   try {
+    for (const slot of scenario.startOrder ?? []) world.startProcess(slot);
     for (const command of scenario.commands) await command.run({}, world);
     return await world.finish(scenario.finalOrder);
   } finally {

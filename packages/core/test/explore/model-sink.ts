@@ -1,7 +1,7 @@
-import type { FunctionSnapshotContext } from "../../src/index.js";
-import type { SinkContext } from "../../src/index.js";
+import type { FunctionSnapshotContext, SinkContext } from "../../src/index.js";
 import { type CommitErrorClassification, TwoPhaseCommitSink } from "../../src/index.js";
 import type { ProcessGate } from "./process-gate.js";
+import type { SinkHost } from "./sink-under-test.js";
 import {
   type TransactionalSystem,
   type TransactionOwner,
@@ -32,15 +32,36 @@ export class ModelSink extends TwoPhaseCommitSink<number, ModelTransaction> {
   readonly abortedCheckpointIds: number[] = [];
   private sequence = 0;
 
+  /** Every transaction this instance (one attempt of one subtask) began. */
+  private readonly began: string[] = [];
+  private closing: Promise<void> | undefined;
+  private readonly gate: ProcessGate;
+  private readonly processName: string;
+
   constructor(
     private readonly system: TransactionalSystem,
-    private readonly gate: ProcessGate,
-    private readonly processName: string,
+    private readonly host: SinkHost,
   ) {
     super({ name: "ModelSink", commitRetry: { maxAttempts: 4, initialDelay: 1, maxDelay: 4 } });
+    this.gate = host.gate;
+    this.processName = host.name;
   }
 
-  override notifyCheckpointAborted(checkpointId: number): ReturnType<TwoPhaseCommitSink<number, ModelTransaction>["notifyCheckpointAborted"]> {
+  /** The attempt ended: closes as the runtime does, then tells the host what this attempt began. */
+  override close(): Promise<void> {
+    // A second close (the runtime may close twice) returns at once in the base class: report once,
+    // when the first one has finished.
+    this.closing ??= (async () => {
+      await super.close();
+      await this.gate.whenOpen();
+      this.host.attemptEnded?.([...this.began]);
+    })();
+    return this.closing;
+  }
+
+  override notifyCheckpointAborted(
+    checkpointId: number,
+  ): ReturnType<TwoPhaseCommitSink<number, ModelTransaction>["notifyCheckpointAborted"]> {
     this.abortedCheckpointIds.push(checkpointId);
     return super.notifyCheckpointAborted(checkpointId);
   }
@@ -55,6 +76,7 @@ export class ModelSink extends TwoPhaseCommitSink<number, ModelTransaction> {
       process: this.processName,
     };
     const id = `${this.processName}/s${owner.subtaskIndex}of${owner.parallelism}/i${owner.incarnation}/a${owner.attempt}/t${++this.sequence}`;
+    this.began.push(id);
     return this.gate.pass(() => {
       this.system.begin(id, owner);
       return { id, owner };

@@ -6,6 +6,8 @@ import type { CommitFault } from "./transactional-system.js";
 export interface SinkHost {
   readonly name: string;
   readonly gate: ProcessGate;
+  /** Told when a sink instance of the process closed (an attempt ended) with the transactions it began. */
+  readonly attemptEnded?: (transactionIds: readonly string[]) => void;
 }
 
 /**
@@ -26,10 +28,14 @@ export interface SinkUnderTest {
   visible(): Promise<number[]>;
   /** Transactions (or staged files) still open or prepared, described for the failure message. */
   leftovers(): Promise<string[]>;
+  /** Which of these transactions are still open or prepared (where the system can tell). */
+  unfinished?(transactionIds: readonly string[]): string[];
   /** Makes the next commit fail (only where the system can be told to). */
   injectCommitFault?(fault: CommitFault): void;
   /** Repeats a checkpoint notification directly on the newest sink instance of a process. */
   renotify?(host: SinkHost, kind: "complete" | "aborted", checkpointId: number): Promise<void>;
+  /** The process was killed: cut what the external system holds open for it (its connections). */
+  processKilled?(host: SinkHost): Promise<void>;
   /** Checkpoint ids the runtime told the process's sinks were aborted. */
   abortedIds?(host: SinkHost): number[];
   close?(): Promise<void>;

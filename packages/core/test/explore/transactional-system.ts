@@ -46,7 +46,8 @@ export class TransactionalSystem {
   readonly commitFaults: CommitFault[] = [];
 
   begin(id: string, owner: TransactionOwner): void {
-    if (this.transactions.has(id)) throw new UncommittableTransactionError(`transaction ${id} exists already`);
+    if (this.transactions.has(id))
+      throw new UncommittableTransactionError(`transaction ${id} exists already`);
     this.transactions.set(id, { id, owner, values: [], status: "open" });
   }
 
@@ -79,7 +80,9 @@ export class TransactionalSystem {
 
   /** Transactions still open or prepared. */
   unfinished(): SystemTransaction[] {
-    return [...this.transactions.values()].filter((each) => each.status === "open" || each.status === "prepared");
+    return [...this.transactions.values()].filter(
+      (each) => each.status === "open" || each.status === "prepared",
+    );
   }
 
   private require(id: string, status: SystemTransaction["status"], action: string): SystemTransaction {

@@ -1,0 +1,56 @@
+import {
+  Arrive,
+  Checkpoint,
+  CheckpointEverywhere,
+  Freeze,
+  Rescale,
+  Resume,
+  StartProcess,
+} from "./explore-commands.js";
+import type { Scenario } from "./issue-scenarios.js";
+
+/**
+ * What the exploration found beyond issue 9 that still fails (not in CI until fixed: run them with
+ * `npm run explore -- --scenarios`; move each into `issueNineScenarios` once it holds).
+ *
+ * @example
+ * ```ts
+ * for (const scenario of openFindingScenarios) console.log((await runScenario(inMemorySinkUnderTest(), scenario)).problems);
+ * ```
+ */
+export const openFindingScenarios: readonly Scenario[] = [
+  {
+    name: "a frozen process resumes after its replacement started: its failed checkpoint's transaction stays prepared (invariant 6)",
+    settings: {
+      deployment: "per-subtask",
+      parallelism: 1,
+      splits: 4,
+      recordsPerSplit: 6,
+      tolerableFailures: 0,
+    },
+    // Frozen while it starts, as the exploration found it; its next store is refused (SUPERSEDED).
+    startOrder: [0],
+    commands: [
+      new Freeze(0),
+      new Checkpoint(0, "fail"),
+      new StartProcess(0),
+      new Resume(0),
+      new CheckpointEverywhere(),
+    ],
+    finalOrder: [0],
+  },
+  {
+    name: "rescaled before any checkpoint while the old process is frozen: both deployments read and commit the same splits (invariants 3, 4)",
+    settings: {
+      deployment: "per-subtask",
+      parallelism: 1,
+      splits: 4,
+      recordsPerSplit: 6,
+      tolerableFailures: 0,
+    },
+    // Frozen while it starts (before it claimed its scope), as the exploration found it.
+    startOrder: [0],
+    commands: [new Rescale(2, "freeze", 1), new Resume(0), new Arrive(0, 1), new CheckpointEverywhere()],
+    finalOrder: [1, 0],
+  },
+];
