@@ -353,6 +353,22 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
    * const next = await storage.claimIncarnation("orders", "subtask-0-of-2", { after: incarnation });
    * ```
    */
+  async claimedScopes(jobId: string): Promise<string[]> {
+    assertName("jobId", jobId);
+    await this.ensureTables();
+    try {
+      const result = await withClient(this.handle.pool, (client) =>
+        client.query<{ scope: string }>(
+          `SELECT scope FROM ${this.owners.sql} WHERE job_id = $1 AND scope <> '' ORDER BY scope`,
+          [jobId],
+        ),
+      );
+      return result.rows.map((row) => row.scope);
+    } catch (error) {
+      throw this.failed(error, "CHECKPOINT_FAILED", `listing the claimed scopes of job '${jobId}'`);
+    }
+  }
+
   async claimIncarnation(
     jobId: string,
     scope: string,

@@ -114,6 +114,17 @@ export interface CheckpointStorage {
    * ```
    */
   claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number>;
+  /**
+   * The scopes of a job that ever had an incarnation claimed, sorted — also those of processes that
+   * never stored a checkpoint. A rescale fences the ones of another shape, so that an old process
+   * that is still alive (frozen, slow to stop) cannot commit next to the new ones.
+   *
+   * @example
+   * ```ts
+   * await storage.claimedScopes("orders"); // ["subtask-0-of-2", "subtask-1-of-2"]
+   * ```
+   */
+  claimedScopes(jobId: string): Promise<string[]>;
   close?(): Promise<void>;
 }
 

@@ -448,6 +448,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     }
   }
 
+  async claimedScopes(jobId: string): Promise<string[]> {
+    return [...new Set((await this.readIncarnations(jobId)).map((marker) => marker.scope))].sort();
+  }
+
   private incarnationsDirectory(jobId: string): string {
     assertCheckpointName("jobId", jobId);
     return join(this.root, jobId, INCARNATIONS_DIR);

@@ -105,6 +105,15 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
     return incarnation;
   }
 
+  async claimedScopes(jobId: string): Promise<string[]> {
+    assertCheckpointName("jobId", jobId);
+    const prefix = `${jobId}/`;
+    return [...this.newestIncarnation.keys()]
+      .filter((key) => key.startsWith(prefix))
+      .map((key) => key.slice(prefix.length))
+      .sort();
+  }
+
   private find(jobId: string, scope: string, checkpointId: number): StoredCheckpoint {
     assertCheckpointName("jobId", jobId);
     assertCheckpointName("scope", scope);

@@ -20,6 +20,7 @@ function frozenView(shared: CheckpointStorage): CheckpointStorage & { freeze(): 
     load: (jobId, scope, id) => shared.load(jobId, scope, id),
     discard: (jobId, scope, id) => shared.discard(jobId, scope, id),
     claimIncarnation: (jobId, scope, options) => shared.claimIncarnation(jobId, scope, options),
+    claimedScopes: (jobId) => shared.claimedScopes(jobId),
     async store(checkpoint: CompletedCheckpoint) {
       await gate;
       return shared.store(checkpoint);

@@ -110,6 +110,10 @@ export class GatedStorage implements CheckpointStorage {
     return this.gate.pass(() => this.shared.discard(jobId, scope, checkpointId));
   }
 
+  claimedScopes(jobId: string): Promise<string[]> {
+    return this.gate.pass(() => this.shared.claimedScopes(jobId));
+  }
+
   claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number> {
     return this.gate.pass(async () => {
       const incarnation = await this.shared.claimIncarnation(jobId, scope, options);

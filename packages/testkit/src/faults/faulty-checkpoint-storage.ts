@@ -190,6 +190,10 @@ export class FaultyCheckpointStorage implements CheckpointStorage {
       : this.storage.claimIncarnation(jobId, scope, options);
   }
 
+  claimedScopes(jobId: string): Promise<string[]> {
+    return this.storage.claimedScopes(jobId);
+  }
+
   async close(): Promise<void> {
     await this.storage.close?.();
   }

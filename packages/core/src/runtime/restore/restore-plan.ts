@@ -108,7 +108,11 @@ async function planFrom(
     return freshPlan(highestId, lineage);
   }
   if (typeof setting === "object") return planNamed(all, current, request, setting.checkpointId);
-  if (current === undefined) return freshPlan(0, 0);
+  if (current === undefined) {
+    // No checkpoint yet, but processes of another shape may have started (and may still run).
+    await fenceOtherShapes(request, []);
+    return freshPlan(0, 0);
+  }
   if (sameShape(current.shape, request.shape)) return planWithinLineage(all, current, request);
   const base = await createLineage(all, current, request, undefined);
   return base === undefined ? undefined : planFromBase(base);
@@ -201,6 +205,21 @@ async function planNamed(
 }
 
 /**
+ * Fences every scope that is not one of this process's shape: the old lineage's (`oldScopes`) and
+ * any other that ever had a process — also one that never stored a checkpoint — so that no process
+ * of another parallelism or shape can store (and so commit) next to the new ones. Scopes of this
+ * shape are the new lineage's siblings: never fenced here.
+ */
+async function fenceOtherShapes(request: RestoreRequest, oldScopes: readonly string[]): Promise<void> {
+  const { storage, jobId } = request;
+  const ours = new Set(scopesOf(request.shape));
+  const others = new Set([...oldScopes, ...(await storage.claimedScopes(jobId))]);
+  for (const scope of others) {
+    if (!ours.has(scope)) await storage.claimIncarnation(jobId, scope);
+  }
+}
+
+/**
  * Starts a new lineage for this process's shape: fences the old lineage's scopes, redistributes its
  * latest state (or the named checkpoint's) and stores it as the base. Undefined when another process
  * changed the storage meanwhile.
@@ -213,9 +232,7 @@ async function createLineage(
 ): Promise<{ metadata: CheckpointMetadata; snapshots: Map<number, SubtaskSnapshot> } | undefined> {
   const { storage, jobId } = request;
   // Fence the old processes first: from here on none of them can store, so what we read is final.
-  for (const scope of scopesOf(listedLineage.shape)) {
-    if (scope !== request.scope) await storage.claimIncarnation(jobId, scope);
-  }
+  await fenceOtherShapes(request, scopesOf(listedLineage.shape));
   const all = await storage.list(jobId);
   const current = currentLineage(all);
   if (

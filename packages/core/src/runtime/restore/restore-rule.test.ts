@@ -5,6 +5,7 @@ import type {
   KeyedProcessFunction,
   KeyedRuntimeContext,
 } from "../../api/process-function.js";
+import { createCompletedCheckpoint } from "../../checkpoint/completed-checkpoint.js";
 import { MemoryCheckpointStorage } from "../../checkpoint/memory-checkpoint-storage.js";
 import { CollectedOutput } from "../../sink/collect-sink.js";
 import { GeneratorSource } from "../../source/generator-source.js";
@@ -221,4 +222,41 @@ describe("restore rule: latest goes by checkpoint id, never by wall clock", () =
     expect(lastRun.restoredCheckpointId).toBe(secondRun.lastCheckpointId);
     expectExactlyOnce(deployment);
   }, 60_000);
+});
+
+describe("restore rule: processes of another shape that never stored a checkpoint", () => {
+  it("are fenced by a process of a new shape, also when the job has no checkpoint yet", async () => {
+    const deployment: Deployment = {
+      storage: new MemoryCheckpointStorage(),
+      output: new CollectedOutput(),
+      records: 600,
+    };
+    // An old process (parallelism 2) started, and never completed a checkpoint: it may still be alive.
+    const old = await deployment.storage.claimIncarnation("restore-rule", "subtask-1-of-2");
+    await process(deployment, 3, 0, 10_000).execute();
+    const late = createCompletedCheckpoint({
+      jobId: "restore-rule",
+      checkpointId: 1_000,
+      scope: "subtask-1-of-2",
+      parallelism: 2,
+      subtaskStates: new Map([[1, Buffer.from("old")]]),
+      incarnation: old,
+    });
+    await expect(deployment.storage.store(late)).rejects.toMatchObject({ code: "SUPERSEDED" });
+    // Its siblings of the new shape are not fenced: subtask 1 of 3 stores as usual.
+    const sibling = await deployment.storage.claimIncarnation("restore-rule", "subtask-1-of-3");
+    await process(deployment, 3, 0, 10_000).execute();
+    await expect(
+      deployment.storage.store(
+        createCompletedCheckpoint({
+          jobId: "restore-rule",
+          checkpointId: 1_001,
+          scope: "subtask-1-of-3",
+          parallelism: 3,
+          subtaskStates: new Map([[1, Buffer.from("new")]]),
+          incarnation: sibling,
+        }),
+      ),
+    ).resolves.toBeUndefined();
+  }, 30_000);
 });
