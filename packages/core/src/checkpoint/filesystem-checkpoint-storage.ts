@@ -254,6 +254,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         try {
           metadata = await readMetadata(path, checkpointId);
         } catch (error) {
+          // Discarded meanwhile (retention in the process that owns the scope): gone, not damaged.
+          if (!(await exists(path))) continue;
           if (this.corruptCheckpoints === "skip") continue;
           throw corruptFolder(path, { jobId, scope, checkpointId }, messageOf(error), error);
         }
