@@ -78,6 +78,8 @@ export class CheckpointCoordinator {
   /** Checkpoints failed for good in this attempt: what nothing stored can reference. */
   private readonly definitelyFailed: number[] = [];
   private lastStored = 0;
+  /** The checkpoint whose store is running, if any. */
+  private storing: number | undefined;
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
@@ -160,6 +162,9 @@ export class CheckpointCoordinator {
       }),
     ]);
     clearTimeout(timer);
+    // A store still running (a slow or frozen storage): fence it and look, rather than leave its
+    // transactions to a restart that may never come.
+    if (this.storing !== undefined) await this.settleStore(this.storing);
   }
 
   /**
@@ -224,7 +229,7 @@ export class CheckpointCoordinator {
   private recordFailure(checkpointId: number, error: unknown): boolean {
     this.failures.inc(1, { job: this.options.jobId });
     const definitive = error instanceof CheckpointFailure && error.definitive;
-    if (definitive) this.definitelyFailed.push(checkpointId);
+    if (definitive) this.markFailed(checkpointId);
     this.options.logger.warn(
       { checkpointId, err: error, definitive, consecutiveFailures: this.consecutiveFailures + 1 },
       definitive
@@ -302,6 +307,7 @@ export class CheckpointCoordinator {
       summary: this.options.describe(subtaskStates),
     });
     const storing = storage.store(checkpoint);
+    this.storing = checkpointId;
     try {
       const remaining =
         timeout === undefined ? undefined : Math.max(1, timeout - (performance.now() - started));
@@ -321,6 +327,8 @@ export class CheckpointCoordinator {
         { checkpointId, err: error },
         "checkpoint stored late; it counts as completed",
       );
+    } finally {
+      if (this.storing === checkpointId) this.storing = undefined;
     }
     this.lastStored = checkpointId;
     const { metadata } = checkpoint;
@@ -349,22 +357,49 @@ export class CheckpointCoordinator {
       // Refused by the storage: never stored. A newer process owns the scope: this one stops.
       throw new CheckpointFailure(checkpointId, messageOf(storeError), true, storeError, "SUPERSEDED");
     }
+    let supersededBy: unknown;
     try {
       this.incarnation = await storage!.claimIncarnation(jobId, scope, { after: this.incarnation });
-      const listed = await storage!.list(jobId);
-      return listed.some((metadata) => metadata.scope === scope && metadata.checkpointId === checkpointId);
     } catch (error) {
-      if (isSuperseded(error)) {
-        // The store may still be running, unfenced by us: its fate is unknown.
-        throw new CheckpointFailure(checkpointId, messageOf(error), false, error, "SUPERSEDED");
-      }
-      throw new CheckpointFailure(
-        checkpointId,
-        `checkpoint ${checkpointId}: its store failed (${messageOf(storeError)}) and the storage cannot tell whether it landed: ${messageOf(error)}`,
-        false,
-        error,
-      );
+      if (!isSuperseded(error)) throw this.unknownFate(checkpointId, storeError, error);
+      // A newer incarnation exists: it fenced the store as surely as our own claim would have.
+      supersededBy = error;
     }
+    let landed: boolean;
+    try {
+      const listed = await storage!.list(jobId);
+      landed = listed.some((metadata) => metadata.scope === scope && metadata.checkpointId === checkpointId);
+    } catch (error) {
+      throw this.unknownFate(checkpointId, storeError, error);
+    }
+    if (supersededBy !== undefined) {
+      // Landed or not, this process must stop; it is failed for good only when it did not land.
+      throw new CheckpointFailure(checkpointId, messageOf(supersededBy), !landed, supersededBy, "SUPERSEDED");
+    }
+    return landed;
+  }
+
+  private unknownFate(checkpointId: number, storeError: unknown, error: unknown): CheckpointFailure {
+    return new CheckpointFailure(
+      checkpointId,
+      `checkpoint ${checkpointId}: its store failed (${messageOf(storeError)}) and the storage cannot tell whether it landed: ${messageOf(error)}`,
+      false,
+      error,
+    );
+  }
+
+  /** Learns the fate of a store still running when the attempt ends: fence it, then look. */
+  private async settleStore(checkpointId: number): Promise<void> {
+    try {
+      if (await this.fenceAndFind(checkpointId, new Error("the attempt ended while it ran"))) return;
+      this.markFailed(checkpointId);
+    } catch (error) {
+      if (error instanceof CheckpointFailure && error.definitive) this.markFailed(checkpointId);
+    }
+  }
+
+  private markFailed(checkpointId: number): void {
+    if (!this.definitelyFailed.includes(checkpointId)) this.definitelyFailed.push(checkpointId);
   }
 
   // The checkpoint is durable: now (and only now) sinks may commit and sources may commit offsets.

@@ -48,7 +48,10 @@ export interface JobOptions {
   readonly checkpointing?: CheckpointingOptions | false;
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
-  /** `"latest"` (default), `"none"`, or `{ checkpointId }`. */
+  /**
+   * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
+   * attempt: a restart after a failure always goes on from the latest checkpoint.
+   */
   readonly restore?: RestoreSetting;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
@@ -177,15 +180,22 @@ export class Job {
     const restarts = new RestartController(this.options.restartStrategy ?? DEFAULT_RESTART_STRATEGY);
     const restartCounter = this.metrics.counter(MetricNames.restarts, "Job restarts");
     let attempt = 0;
-    let firstRestored: number | undefined;
-    const lineageOfAttempts: AttemptLineage = { incarnation: undefined, lastCheckpointId: 0 };
+    const lineageOfAttempts: AttemptLineage = {
+      incarnation: undefined,
+      lastCheckpointId: 0,
+      firstRestoredCheckpointId: undefined,
+    };
     try {
       this.storage = this.resolveStorage();
       for (;;) {
         try {
           const outcome = await this.runAttempt(attempt, lineageOfAttempts);
-          if (attempt === 0) firstRestored = outcome.restoredCheckpointId;
-          return { jobId: this.jobId, ...outcome, restoredCheckpointId: firstRestored, restarts: attempt };
+          return {
+            jobId: this.jobId,
+            ...outcome,
+            restoredCheckpointId: lineageOfAttempts.firstRestoredCheckpointId,
+            restarts: attempt,
+          };
         } catch (error) {
           const permanent = permanentFailureIn(error);
           if (permanent !== undefined) {
@@ -257,7 +267,14 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
-    const plan = await this.planRestore(scope, runsAll);
+    // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
+    // failover after a savepoint restore), never back to the named one.
+    const plan = await this.planRestore(
+      scope,
+      runsAll,
+      attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
+    );
+    if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -354,7 +371,11 @@ export class Job {
     for (const subtask of subtasks) await subtask.close(failed, stored);
   }
 
-  private async planRestore(scope: string, runsAllSubtasks: boolean): Promise<RestorePlan> {
+  private async planRestore(
+    scope: string,
+    runsAllSubtasks: boolean,
+    setting: RestoreSetting,
+  ): Promise<RestorePlan> {
     const sources = new Map(
       this.graph.nodes.flatMap((node) => (node.source ? [[node.uid, node.source] as const] : [])),
     );
@@ -372,7 +393,7 @@ export class Job {
       jobId: this.jobId,
       scope,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
-      setting: this.options.restore ?? "latest",
+      setting,
       sources,
     });
   }
@@ -467,6 +488,8 @@ interface AttemptLineage {
   incarnation: number | undefined;
   /** The highest checkpoint id any attempt triggered. */
   lastCheckpointId: number;
+  /** What the first attempt restored (also when it failed). */
+  firstRestoredCheckpointId: number | undefined;
 }
 
 /**

@@ -260,3 +260,53 @@ describe("restore rule: processes of another shape that never stored a checkpoin
     ).resolves.toBeUndefined();
   }, 30_000);
 });
+
+describe("restore rule: a named checkpoint is where the job starts, not where it restarts", () => {
+  it("a restart after a failure goes on from the latest checkpoint, not back to the named one", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<number>();
+    const build = (options: { restore?: { checkpointId: number }; failAfter?: number }): Job => {
+      let failed = false;
+      const job = new Job({
+        jobId: "named",
+        checkpointing: { interval: 50, storage },
+        restartStrategy: { type: "fixed-delay", attempts: 3, delay: 10 },
+        ...(options.restore === undefined ? {} : { restore: options.restore }),
+      });
+      job
+        .fromSource(
+          new GeneratorSource<number>({
+            count: 3_000,
+            splits: 2,
+            generate: (index) => index,
+            recordsPerSecond: 3_000,
+          }),
+          {
+            uid: "numbers",
+          },
+        )
+        .map((value) => {
+          if (!failed && options.failAfter !== undefined && output.committed.length > options.failAfter) {
+            failed = true;
+            throw new Error("a transient failure, after checkpoints past the named one were committed");
+          }
+          return value;
+        })
+        .sinkTo(output.sinkFactory(), { uid: "out" });
+      return job;
+    };
+    const first = build({});
+    const firstRun = first.execute();
+    await vi.waitFor(() => expect(output.committed.length).toBeGreaterThan(300), { timeout: 10_000 });
+    first.stop();
+    const { lastCheckpointId } = await firstRun;
+    const second = await build({
+      restore: { checkpointId: lastCheckpointId },
+      failAfter: output.committed.length + 300,
+    }).execute();
+    expect(second.restarts).toBe(1);
+    expect(second.restoredCheckpointId).toBe(lastCheckpointId);
+    expect(new Set(output.committed).size).toBe(3_000);
+    expect(output.committed).toHaveLength(3_000);
+  }, 60_000);
+});
