@@ -80,6 +80,7 @@ export class CheckpointCoordinator {
   private lastStored = 0;
   /** The checkpoint whose store is running, if any. */
   private storing: number | undefined;
+  private storingIncarnation = 0;
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
@@ -308,6 +309,7 @@ export class CheckpointCoordinator {
     });
     const storing = storage.store(checkpoint);
     this.storing = checkpointId;
+    this.storingIncarnation = this.incarnation;
     try {
       const remaining =
         timeout === undefined ? undefined : Math.max(1, timeout - (performance.now() - started));
@@ -353,6 +355,8 @@ export class CheckpointCoordinator {
    */
   private async fenceAndFind(checkpointId: number, storeError: unknown): Promise<boolean> {
     const { storage, jobId, scope } = this.options;
+    // Ours only: a newer process of the scope may have stored a checkpoint with the same id.
+    const writtenBy = this.storing === checkpointId ? this.storingIncarnation : this.incarnation;
     if (isSuperseded(storeError)) {
       // Refused by the storage: never stored. A newer process owns the scope: this one stops.
       throw new CheckpointFailure(checkpointId, messageOf(storeError), true, storeError, "SUPERSEDED");
@@ -368,7 +372,12 @@ export class CheckpointCoordinator {
     let landed: boolean;
     try {
       const listed = await storage!.list(jobId);
-      landed = listed.some((metadata) => metadata.scope === scope && metadata.checkpointId === checkpointId);
+      landed = listed.some(
+        (metadata) =>
+          metadata.scope === scope &&
+          metadata.checkpointId === checkpointId &&
+          (metadata.incarnation === undefined || metadata.incarnation === writtenBy),
+      );
     } catch (error) {
       throw this.unknownFate(checkpointId, storeError, error);
     }

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { explorationFindings } from "./exploration-findings.js";
 import { fileSinkUnderTest } from "./file-sink-under-test.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
 import { issueNineScenarios, runScenario } from "./issue-scenarios.js";
 
-// The shortest operation lists known to break exactly-once on 343f325 (issue 9, items 1–3): each
-// must hold now, against the in-memory system and against the real FileSink.
-describe("issue 9 scenarios of the exploration", () => {
-  for (const scenario of issueNineScenarios) {
+// The shortest operation lists known to break exactly-once on 343f325 (issue 9, items 1–3), and
+// those the exploration found since: each must hold now, in memory and against the real FileSink.
+describe("issue 9 scenarios of the exploration, and its later findings", () => {
+  for (const scenario of [...issueNineScenarios, ...explorationFindings]) {
     it(`in memory: ${scenario.name}`, async () => {
       expect((await runScenario(inMemorySinkUnderTest(), scenario)).problems).toEqual([]);
     }, 30_000);

@@ -10,15 +10,16 @@ import {
 import type { Scenario } from "./issue-scenarios.js";
 
 /**
- * What the exploration found beyond issue 9 that still fails (not in CI until fixed: run them with
- * `npm run explore -- --scenarios`; move each into `issueNineScenarios` once it holds).
+ * What the exploration found beyond issue 9, shrunk to fixed operation lists; each failed before its
+ * fix and must hold now (CI runs them, and `npm run explore -- --scenarios`). A new finding goes
+ * here with its fix.
  *
  * @example
  * ```ts
- * for (const scenario of openFindingScenarios) console.log((await runScenario(inMemorySinkUnderTest(), scenario)).problems);
+ * for (const scenario of explorationFindings) console.log((await runScenario(inMemorySinkUnderTest(), scenario)).problems);
  * ```
  */
-export const openFindingScenarios: readonly Scenario[] = [
+export const explorationFindings: readonly Scenario[] = [
   {
     name: "a frozen process resumes after its replacement started: its failed checkpoint's transaction stays prepared (invariant 6)",
     settings: {
