@@ -283,3 +283,19 @@ describe("FileSystemCheckpointStorage", () => {
     });
   });
 });
+
+describe("FileSystemCheckpointStorage incarnations on disk", () => {
+  it("a marker left without its scope (a delete cut short by SIGKILL) keeps its number and blocks nothing", async () => {
+    const root = await mkdtemp(join(tmpdir(), "onceflow-fs-incarnations-"));
+    const storage = filesystem(root);
+    const first = await storage.claimIncarnation("orders", "all");
+    await mkdir(join(root, "orders", ".incarnations", String(first + 1)));
+    const next = await filesystem(root).claimIncarnation("orders", "all");
+    expect(next).toBe(first + 2);
+    await filesystem(root).store(
+      createTestCheckpoint({ jobId: "orders", checkpointId: 1, incarnation: next }),
+    );
+    expect((await filesystem(root).list("orders")).map((metadata) => metadata.checkpointId)).toEqual([1]);
+    await rm(root, { recursive: true, force: true });
+  });
+});

@@ -444,7 +444,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         if (marker.scope !== scope || marker.incarnation >= incarnation) continue;
         await this.fence(jobId, marker.incarnation);
         // Fenced for good: its marker is no longer needed (numbers go on from the newest one).
-        await rm(join(root, String(marker.incarnation)), { recursive: true, force: true });
+        // Renamed away first, so a crash while deleting never leaves a marker without its scope.
+        await this.removeMarker(jobId, marker.incarnation);
       }
       return incarnation;
     }
@@ -468,13 +469,31 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       const key = `${jobId}/${incarnation}`;
       let scope = this.incarnationScopes.get(key);
       if (scope === undefined) {
-        // Written before the marker's rename, so a listed marker always has it.
-        scope = await readFile(join(root, entry.name, INCARNATION_SCOPE_FILE), "utf8");
-        this.incarnationScopes.set(key, scope);
+        // Written before the marker's rename, so a marker always has it — unless an older
+        // version's delete was interrupted: then the number stays taken, with no scope.
+        scope = await readFile(join(root, entry.name, INCARNATION_SCOPE_FILE), "utf8").catch(
+          (error: unknown) => {
+            if (isCode(error, "ENOENT")) return undefined;
+            throw error;
+          },
+        );
+        if (scope !== undefined) this.incarnationScopes.set(key, scope);
       }
-      markers.push({ incarnation, scope });
+      markers.push({ incarnation, scope: scope ?? "" });
     }
     return markers;
+  }
+
+  private async removeMarker(jobId: string, incarnation: number): Promise<void> {
+    const root = this.incarnationsDirectory(jobId);
+    const doomed = join(root, `.removed-${incarnation}-${randomBytes(6).toString("hex")}`);
+    try {
+      await rename(join(root, String(incarnation)), doomed);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return; // removed by a concurrent claim
+      throw error;
+    }
+    await rm(doomed, { recursive: true, force: true }).catch(() => {});
   }
 
   /** Renames an incarnation's `staging/` away (atomic: its writer's next rename fails), then deletes it. */

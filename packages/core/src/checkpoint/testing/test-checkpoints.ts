@@ -19,6 +19,8 @@ export function createTestCheckpoint(options: {
   isFinal?: boolean;
   summary?: Record<string, unknown>;
   subtaskIndexes?: readonly number[];
+  /** The writer's incarnation (see `CheckpointStorage.claimIncarnation`); absent: never fenced. */
+  incarnation?: number;
 }): CompletedCheckpoint {
   const states = options.states ?? ["state-0", "state-1"];
   const subtaskStates = new Map<number, Buffer>();
@@ -35,5 +37,6 @@ export function createTestCheckpoint(options: {
     completedAt: 1_700_000_000_500 + options.checkpointId * 1000,
     isFinal: options.isFinal ?? false,
     summary: options.summary ?? { operators: ["source", "sink"] },
+    ...(options.incarnation === undefined ? {} : { incarnation: options.incarnation }),
   });
 }
