@@ -2,10 +2,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createKafkaTopic, readCommittedKafkaRecords as readCommittedRecords } from "@onceflow/testkit";
-import { Kafka, logLevel } from "kafkajs";
+import { createKafkaTopic } from "@onceflow/testkit";
 import pg from "pg";
+import { chaosKafkaClient, produceInBackground } from "./chaos-input.js";
 import { type Child, checkExactlyOnceInOrder, seededRandom, startJob } from "./chaos-runner.js";
+import { type ChaosOutput, readCommitted as readCommittedOutput } from "./committed-output.js";
 import type { ChaosRecord } from "./fixtures/chaos-record.js";
 
 // Seeded chaos for Kafka → Kafka and Kafka → PostgreSQL, in the style of the generator → files
@@ -57,77 +58,16 @@ export interface KafkaChaosReport {
   readonly durationMs: number;
 }
 
-const KEYS = 12;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function kafkaClient(brokers: string[]): Kafka {
-  return new Kafka({ brokers, clientId: "onceflow-chaos", logLevel: logLevel.NOTHING });
+function outputOf(options: KafkaChaosOptions, target: string): ChaosOutput {
+  return options.sink === "kafka"
+    ? { sink: "kafka", brokers: options.brokers, topic: target }
+    : { sink: "postgres", postgresUrl: options.postgresUrl ?? "", table: target };
 }
 
-/** Produces records 0…count−1 keyed by their key, `perSecond` a second, stopping early on `stop()`. */
-function produceInBackground(
-  brokers: string[],
-  topic: string,
-  count: number,
-  perSecond: number,
-): { done: Promise<void>; pause(): void; resume(): void } {
-  let paused = false;
-  const done = (async () => {
-    const producer = kafkaClient(brokers).producer({
-      allowAutoTopicCreation: false,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      // Rides out a broker restart; the idempotent producer writes each record once.
-      retry: { retries: 50, initialRetryTime: 200, maxRetryTime: 2000 },
-    });
-    await producer.connect();
-    try {
-      const perTick = Math.max(1, Math.round(perSecond / 10));
-      for (let id = 0; id < count; id += perTick) {
-        while (paused) await sleep(50);
-        const messages = [];
-        for (let next = id; next < Math.min(count, id + perTick); next++) {
-          const key = `k${next % KEYS}`;
-          const record: ChaosRecord = { id: next, key, seq: next };
-          messages.push({ key, value: JSON.stringify(record) });
-        }
-        await producer.send({ topic, messages });
-        await sleep(100);
-      }
-    } finally {
-      await producer.disconnect();
-    }
-  })();
-  return {
-    done,
-    pause: () => {
-      paused = true;
-    },
-    resume: () => {
-      paused = false;
-    },
-  };
-}
-
-/** What the sink committed, in the order a reader sees it per key. */
-async function readCommitted(options: KafkaChaosOptions, target: string): Promise<ChaosRecord[]> {
-  if (options.sink === "kafka") {
-    const records = await readCommittedRecords(options.brokers, target);
-    return records.map((record) => JSON.parse(record.value ?? "null") as ChaosRecord);
-  }
-  const client = new pg.Client({ connectionString: options.postgresUrl });
-  client.on("error", () => undefined);
-  await client.connect();
-  try {
-    // `pos` is a bigserial: the order rows were inserted (and a key's rows come from one subtask).
-    const result = await client.query<{ id: number; key: string; seq: number }>(
-      `SELECT id, key, seq FROM ${pg.escapeIdentifier(target)} ORDER BY pos`,
-    );
-    return result.rows;
-  } finally {
-    await client.end();
-  }
-}
+const readCommitted = (options: KafkaChaosOptions, target: string) =>
+  readCommittedOutput(outputOf(options, target));
 
 /**
  * Runs one chaos: `kills` SIGKILLs at seeded moments while the input is produced, an optional fault,
@@ -274,7 +214,7 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
 }
 
 async function cleanUp(options: KafkaChaosOptions, input: string, output: string): Promise<void> {
-  const admin = kafkaClient(options.brokers).admin();
+  const admin = chaosKafkaClient(options.brokers).admin();
   await admin.connect();
   try {
     await admin.deleteTopics({ topics: options.sink === "kafka" ? [input, output] : [input], timeout: 5000 });

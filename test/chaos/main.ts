@@ -1,9 +1,13 @@
 // `npm run chaos -- --kills 200 [--seed N] [--records N]`: the long chaos run, by hand.
 // `--pipeline kafka-to-kafka|kafka-to-postgres` runs the Kafka chaos instead (brokers from --brokers or
 // ONCEFLOW_KAFKA_BROKERS, PostgreSQL from --postgres or ONCEFLOW_POSTGRES_URL).
+// `--topology per-subtask` runs one process per subtask instead, rescaled P → Q → P, with zombies
+// (`--zombies N`, default kills/10), checkpoints in `--storage filesystem|postgres`, and a share of
+// processes storing one checkpoint after its timeout (`--slow-stores 0.2`).
 import { parseArgs } from "node:util";
 import { chaosSeed, runGeneratorToFilesChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
+import { runPerSubtaskChaos } from "./per-subtask-chaos-runner.js";
 
 const { values } = parseArgs({
   options: {
@@ -15,12 +19,25 @@ const { values } = parseArgs({
     rate: { type: "string" },
     brokers: { type: "string" },
     postgres: { type: "string" },
+    topology: { type: "string", default: "one-process" },
+    storage: { type: "string", default: "filesystem" },
+    zombies: { type: "string" },
+    parallelisms: { type: "string" },
+    "slow-stores": { type: "string" },
   },
 });
 const seed = values.seed === undefined ? chaosSeed() : Number(values.seed);
-console.log(
-  `chaos seed ${seed} (replay: npm run chaos -- --pipeline ${values.pipeline} --seed ${seed} --kills ${values.kills})`,
-);
+const perSubtask = values.topology === "per-subtask";
+const replayOptions = [
+  `--pipeline ${values.pipeline}`,
+  ...(perSubtask ? [`--topology per-subtask --storage ${values.storage}`] : []),
+  ...(values.zombies === undefined ? [] : [`--zombies ${values.zombies}`]),
+  ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
+  ...(values.records === undefined ? [] : [`--records ${values.records}`]),
+  ...(values["slow-stores"] === undefined ? [] : [`--slow-stores ${values["slow-stores"]}`]),
+  `--seed ${seed} --kills ${values.kills}`,
+];
+console.log(`chaos seed ${seed} (replay: npm run chaos -- ${replayOptions.join(" ")})`);
 const log = (line: string) => console.log(line);
 try {
   let report: object;
@@ -33,6 +50,8 @@ try {
       recordsPerSecond: Number(values.rate ?? "1000"),
       log,
     });
+  } else if (perSubtask) {
+    report = await runPerSubtask();
   } else if (values.pipeline === "kafka-to-kafka" || values.pipeline === "kafka-to-postgres") {
     const brokers = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
     const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
@@ -56,8 +75,42 @@ try {
   } else {
     throw new Error(`--pipeline must be generator-to-files, kafka-to-kafka or kafka-to-postgres`);
   }
+  const violations = (report as { violations?: readonly string[] }).violations ?? [];
+  if (violations.length > 0) throw new Error(`${JSON.stringify(report)}\n${violations.join("\n")}`);
   console.log(`PASSED ${JSON.stringify(report)}`);
 } catch (error) {
   console.error(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
+}
+
+async function runPerSubtask(): Promise<object> {
+  const brokers = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
+  const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
+  if (brokers === undefined || brokers === "")
+    throw new Error("--brokers or ONCEFLOW_KAFKA_BROKERS is required");
+  if (values.pipeline !== "kafka-to-kafka" && values.pipeline !== "kafka-to-postgres")
+    throw new Error("--topology per-subtask needs --pipeline kafka-to-kafka or kafka-to-postgres");
+  if (values.storage !== "filesystem" && values.storage !== "postgres")
+    throw new Error("--storage must be filesystem or postgres");
+  const kills = Number(values.kills);
+  const zombies = Number(values.zombies ?? String(Math.max(3, Math.round(kills / 10))));
+  return runPerSubtaskChaos({
+    sink: values.pipeline === "kafka-to-kafka" ? "kafka" : "postgres",
+    storage: values.storage,
+    seed,
+    kills,
+    zombies,
+    // About 4 s of input per event at 150/s (most events wait for a process to be ready), so that
+    // records flow through the whole schedule.
+    records: Number(values.records ?? String(Math.max(3000, (kills + zombies * 2) * 600))),
+    recordsPerSecond: Number(values.rate ?? "150"),
+    ...(values["max-delay"] === undefined ? {} : { maxEventGapMs: Number(values["max-delay"]) }),
+    ...(values["slow-stores"] === undefined ? {} : { slowStoreChance: Number(values["slow-stores"]) }),
+    ...(values.parallelisms === undefined
+      ? {}
+      : { parallelisms: values.parallelisms.split(",").map((parallelism) => Number(parallelism)) }),
+    brokers: brokers.split(","),
+    ...(postgresUrl === undefined || postgresUrl === "" ? {} : { postgresUrl }),
+    log,
+  });
 }

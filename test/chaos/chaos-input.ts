@@ -1,0 +1,76 @@
+import { Kafka, logLevel } from "kafkajs";
+import type { ChaosRecord } from "./fixtures/chaos-record.js";
+
+// The chaos input: records 0…count−1 produced into a topic while the jobs run, keyed by one of
+// `CHAOS_KEYS` keys (`seq` = id, so a key's records are in order).
+
+/** How many keys the input spreads over. */
+export const CHAOS_KEYS = 12;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A kafkajs client for the chaos harness (never for the jobs under test). */
+export function chaosKafkaClient(brokers: readonly string[]): Kafka {
+  return new Kafka({ brokers: [...brokers], clientId: "onceflow-chaos", logLevel: logLevel.NOTHING });
+}
+
+/**
+ * The background producer: `done` when every record is written (or after `stop()`); `pause()`
+ * holds it (for a fault).
+ */
+export interface BackgroundInput {
+  readonly done: Promise<void>;
+  pause(): void;
+  resume(): void;
+  /** Writes no more records (a run that failed early). */
+  stop(): void;
+}
+
+/** Produces records 0…count−1 keyed by their key, about `perSecond` a second, in ticks of 100 ms. */
+export function produceInBackground(
+  brokers: readonly string[],
+  topic: string,
+  count: number,
+  perSecond: number,
+): BackgroundInput {
+  let paused = false;
+  let stopped = false;
+  const done = (async () => {
+    const producer = chaosKafkaClient(brokers).producer({
+      allowAutoTopicCreation: false,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      // Rides out a broker restart; the idempotent producer writes each record once.
+      retry: { retries: 50, initialRetryTime: 200, maxRetryTime: 2000 },
+    });
+    await producer.connect();
+    try {
+      const perTick = Math.max(1, Math.round(perSecond / 10));
+      for (let id = 0; id < count && !stopped; id += perTick) {
+        while (paused && !stopped) await sleep(50);
+        const messages = [];
+        for (let next = id; next < Math.min(count, id + perTick); next++) {
+          const key = `k${next % CHAOS_KEYS}`;
+          const record: ChaosRecord = { id: next, key, seq: next };
+          messages.push({ key, value: JSON.stringify(record) });
+        }
+        await producer.send({ topic, messages });
+        await sleep(100);
+      }
+    } finally {
+      await producer.disconnect();
+    }
+  })();
+  return {
+    done,
+    pause: () => {
+      paused = true;
+    },
+    resume: () => {
+      paused = false;
+    },
+    stop: () => {
+      stopped = true;
+    },
+  };
+}

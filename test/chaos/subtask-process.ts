@@ -1,0 +1,92 @@
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Child, startJob } from "./chaos-runner.js";
+
+// One process of a one-process-per-subtask deployment: the Kafka chaos job started with
+// CHAOS_SUBTASK_INDEX/CHAOS_PARALLELISM. It is ready once it stored its first checkpoint (the job
+// prints `CHECKPOINT <id>`), as a readiness probe would say; how it ended is read from its exit and
+// the `FAILED <code>` line the job prints.
+
+const fixture = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "kafka-chaos-job.ts");
+
+/** How a process ended: its exit, and the error code it printed when it failed. */
+export interface ProcessEnding {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** The `OnceflowError` code of the failure that ended it (`-` for another error), if it failed. */
+  readonly errorCode: string | undefined;
+  /** The first line of that failure. */
+  readonly failure: string | undefined;
+}
+
+/** A running (or ended) process of one subtask. */
+export interface SubtaskProcess {
+  /** A number unique in the run, for the log: `#12`. */
+  readonly serial: number;
+  readonly subtask: number;
+  readonly parallelism: number;
+  readonly child: Child;
+  /** Resolves at its first stored checkpoint. */
+  readonly ready: Promise<void>;
+  isReady(): boolean;
+  isAlive(): boolean;
+  readonly ended: Promise<ProcessEnding>;
+  /** `subtask 1/3 #12`. */
+  readonly name: string;
+}
+
+let serials = 0;
+
+/** Starts the job for `subtask` of `parallelism` with the run's environment. */
+export function startSubtaskProcess(
+  env: Readonly<Record<string, string>>,
+  subtask: number,
+  parallelism: number,
+): SubtaskProcess {
+  const child = startJob(
+    {
+      ...env,
+      CHAOS_SUBTASK_INDEX: String(subtask),
+      CHAOS_PARALLELISM: String(parallelism),
+      CHAOS_REPORT_CHECKPOINTS: "1",
+    },
+    fixture,
+  );
+  let ready = false;
+  let seen = "";
+  let markReady: () => void = () => {};
+  const readyPromise = new Promise<void>((resolve) => {
+    markReady = () => {
+      ready = true;
+      resolve();
+    };
+  });
+  const watch = (chunk: string) => {
+    if (ready) return;
+    seen = (seen + chunk).slice(-200);
+    if (seen.includes("CHECKPOINT ")) markReady();
+  };
+  child.process.stdout?.on("data", watch);
+  const ended = child.exited.then(({ code, signal }) => {
+    const failed = /^FAILED (\S+) (.*)$/m.exec(child.output());
+    return { code, signal, errorCode: failed?.[1], failure: failed?.[2] };
+  });
+  serials += 1;
+  return {
+    serial: serials,
+    subtask,
+    parallelism,
+    child,
+    ready: readyPromise,
+    isReady: () => ready,
+    isAlive: () => child.process.exitCode === null && child.process.signalCode === null,
+    ended,
+    name: `subtask ${subtask}/${parallelism} #${serials}`,
+  };
+}
+
+/** `exit 1 (SUPERSEDED: …)`, `SIGKILL`, `exit 0`: an ending for the log and the report. */
+export function describeEnding(ending: ProcessEnding): string {
+  const how = ending.signal ?? `exit ${ending.code}`;
+  return ending.errorCode === undefined ? how : `${how} (${ending.errorCode}: ${ending.failure ?? ""})`;
+}
