@@ -81,6 +81,9 @@ export class CheckpointCoordinator {
   /** The checkpoint whose store is running, if any. */
   private storing: number | undefined;
   private storingIncarnation = 0;
+  /** The checkpoint being taken (snapshots or store), and whether shutdown gave it up. */
+  private taking: number | undefined;
+  private abandoned = false;
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
@@ -163,9 +166,14 @@ export class CheckpointCoordinator {
       }),
     ]);
     clearTimeout(timer);
-    // A store still running (a slow or frozen storage): fence it and look, rather than leave its
-    // transactions to a restart that may never come.
+    if (this.inFlight === undefined) return;
+    // Still running. A store (a slow or frozen storage): fence it and look, rather than leave its
+    // transactions to a restart that may never come. Snapshots: the store will never start.
     if (this.storing !== undefined) await this.settleStore(this.storing);
+    else if (this.taking !== undefined) {
+      this.abandoned = true;
+      this.markFailed(this.taking);
+    }
   }
 
   /**
@@ -173,18 +181,28 @@ export class CheckpointCoordinator {
    * completed, so the last transactions are committed. With checkpointing off, the snapshot and
    * the commit run without storing anything.
    */
-  async finalCheckpoint(): Promise<number> {
+  finalCheckpoint(): Promise<number> {
     this.stop();
-    await this.inFlight?.catch(() => undefined);
-    const checkpointId = ++this.lastCheckpointId;
-    try {
-      await this.runCheckpoint(checkpointId, true);
-    } catch (error) {
-      this.recordFailure(checkpointId, error);
-      throw error;
-    }
-    await this.notifyComplete(checkpointId);
-    return checkpointId;
+    const previous = this.inFlight;
+    const running = (async () => {
+      await previous?.catch(() => undefined);
+      const checkpointId = ++this.lastCheckpointId;
+      try {
+        await this.runCheckpoint(checkpointId, true);
+      } catch (error) {
+        this.recordFailure(checkpointId, error);
+        throw error;
+      }
+      await this.notifyComplete(checkpointId);
+      return checkpointId;
+    })();
+    // Tracked from this very call on, like any other, so that shutdown settles it too.
+    const tracked = running.finally(() => {
+      if (this.inFlight === tracked) this.inFlight = undefined;
+    });
+    tracked.catch(() => undefined);
+    this.inFlight = tracked;
+    return running;
   }
 
   private schedule(delay: number): void {
@@ -270,6 +288,15 @@ export class CheckpointCoordinator {
 
   // The timeout covers the snapshots and the store: a checkpoint is not complete before it is durable.
   private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+    this.taking = checkpointId;
+    try {
+      await this.takeCheckpoint(checkpointId, isFinal);
+    } finally {
+      if (this.taking === checkpointId) this.taking = undefined;
+    }
+  }
+
+  private async takeCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
     const started = performance.now();
@@ -293,6 +320,14 @@ export class CheckpointCoordinator {
       );
     }
     if (!storage || !checkpointing) return;
+    if (this.abandoned) {
+      // The attempt ended while the snapshots ran: never stored, so failed for good.
+      throw new CheckpointFailure(
+        checkpointId,
+        `checkpoint ${checkpointId}: the attempt ended before its store`,
+        true,
+      );
+    }
     const subtaskStates = new Map<number, Buffer>();
     for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
     const checkpoint = createCompletedCheckpoint({
