@@ -1,7 +1,7 @@
 import { tableName } from "../sql/identifiers.js";
 import { rollbackPrepared } from "./prepared-mode.js";
 import type { SinkSetup } from "./sink-mode.js";
-import { stageTablePrefix } from "./staging-mode.js";
+import { stageTablePrefix, stageTablesPrefix } from "./staging-mode.js";
 
 /**
  * Rolls back every prepared transaction and drops every staging table that earlier attempts left
@@ -46,4 +46,40 @@ export async function rollBackLeftovers(setup: SinkSetup, subtask: number): Prom
     setup.logger.info({ table: name, subtask }, "dropping a staging table left by an earlier attempt");
     await pool.query(`DROP TABLE IF EXISTS ${tableName(setup.schema, name).sql}`);
   }
+}
+
+/**
+ * The subtask indexes that left prepared transactions or staging tables of this sink, also those of
+ * a larger parallelism that no restored checkpoint tells about (a deployment that never completed a
+ * checkpoint before it was rescaled, for example).
+ *
+ * @example
+ * ```ts
+ * const old = (await subtasksWithLeftovers(setup)).filter((subtask) => subtask >= parallelism);
+ * ```
+ */
+export async function subtasksWithLeftovers(setup: SinkSetup): Promise<number[]> {
+  const pool = setup.pool.pool;
+  const gidPrefix = `${setup.sinkId}-`;
+  const gids = await pool.query<{ gid: string }>(
+    `SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1`,
+    [gidPrefix],
+  );
+  const tablePrefix = stageTablesPrefix(setup.sinkId);
+  const tables = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind = 'r' AND left(c.relname, length($2)) = $2`,
+    [setup.schema, tablePrefix],
+  );
+  const subtasks = new Set<number>();
+  // The subtask follows the prefix directly, in every gid and table name format so far.
+  for (const { gid } of gids.rows) {
+    const match = /^(\d+)-/.exec(gid.slice(gidPrefix.length));
+    if (match !== null) subtasks.add(Number(match[1]));
+  }
+  for (const { name } of tables.rows) {
+    const match = /^(\d+)_/.exec(name.slice(tablePrefix.length));
+    if (match !== null) subtasks.add(Number(match[1]));
+  }
+  return [...subtasks].sort((left, right) => left - right);
 }

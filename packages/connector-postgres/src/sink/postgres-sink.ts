@@ -13,7 +13,7 @@ import { encodeCopyText } from "../sql/copy-writer.js";
 import { shortHash } from "../sql/identifiers.js";
 import { isTransient, SqlState, sqlState } from "../sql/pg-errors.js";
 import { withClient } from "../sql/pool.js";
-import { rollBackLeftovers } from "./leftovers.js";
+import { rollBackLeftovers, subtasksWithLeftovers } from "./leftovers.js";
 import type { PostgresSinkMode, PostgresSinkOptions, PostgresSinkTableOptions } from "./options.js";
 import { PreparedMode } from "./prepared-mode.js";
 import {
@@ -263,7 +263,13 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   protected override async finishRecoveringTransactions(): Promise<void> {
     const { setup } = await this.ready();
     const pool = setup.pool.pool;
-    for (const subtask of this.recoveredSubtaskIndexes()) {
+    const { parallelism } = this.runtimeContext;
+    // Also old subtasks beyond the parallelism that no restored checkpoint names (they never
+    // completed one): each has one owner, `s % parallelism`, as recovered ones do.
+    const unnamed = (await subtasksWithLeftovers(setup)).filter(
+      (subtask) => subtask >= parallelism && subtask % parallelism === setup.subtask,
+    );
+    for (const subtask of new Set([...this.recoveredSubtaskIndexes(), ...unnamed])) {
       if (subtask !== setup.subtask) {
         await withClient(pool, (client) =>
           setup.control.bumpEpoch(client, setup.sinkId, subtask, this.lockTimeout),

@@ -24,7 +24,12 @@ import { upsertStatement } from "./upsert-statement.js";
  * ```
  */
 export function stageTablePrefix(sinkId: string, subtask: number): string {
-  return `onceflow_stage_${shortHash(sinkId)}_${subtask}_`;
+  return `${stageTablesPrefix(sinkId)}${subtask}_`;
+}
+
+/** The prefix of every staging table of a sink, whatever the subtask. */
+export function stageTablesPrefix(sinkId: string): string {
+  return `onceflow_stage_${shortHash(sinkId)}_`;
 }
 
 /**
