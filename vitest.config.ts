@@ -12,7 +12,8 @@ export default defineConfig({
       "test/**/*.test.ts",
       "examples/**/*.test.ts",
     ],
-    // Run on its own (`npx vitest run test/explore/postgres-exploration.test.ts`), not in the suite:
+    // Run with the connector's config (`npx vitest run -c packages/connector-postgres/vitest.config.ts
+    // postgres-exploration`), not in the suite:
     // its simulated kills terminate sessions of in-process sinks, and under CI load a pg client of
     // such a killed sink once emitted an unhandled 57P01 (issue 10, still open).
     exclude: ["**/node_modules/**", "**/dist/**", "test/explore/postgres-exploration.test.ts"],
