@@ -165,6 +165,8 @@ const fetchV11Response = requireKafkajs("kafkajs/src/protocol/requests/fetch/v11
   parse(decoded: unknown): Promise<unknown>;
 };
 
+// kafkajs's own producer default.
+const METADATA_MAX_AGE_MS = 300_000;
 const TRANSACTION_COORDINATOR = 1;
 const GROUP_COORDINATOR = 0;
 const READ_COMMITTED = 1;
@@ -196,6 +198,9 @@ export class KafkaConnection {
     this.cluster = createCluster({
       allowAutoTopicCreation: false,
       isolationLevel: options.readCommitted === false ? READ_UNCOMMITTED : READ_COMMITTED,
+      // Without it kafkajs treats its metadata as always stale and sends a Metadata request before
+      // every Produce (about one per thousand records). Errors such as NOT_LEADER still refresh it.
+      metadataMaxAge: METADATA_MAX_AGE_MS,
     });
     this.logger = privateMember<InternalLogger>(kafka, "private:Kafka:logger");
   }

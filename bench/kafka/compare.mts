@@ -1,0 +1,267 @@
+// Kafka → Kafka side by side with the peers the issue names, on one broker, in one command:
+//   onceflow exactly-once / at-least-once, a hand-written kafkajs transactional loop,
+//   Kafka Streams (exactly_once_v2), Flink KafkaSource → KafkaSink (EXACTLY_ONCE, MiniCluster),
+//   and a plain Java consume → produce loop (the broker's ceiling).
+// Each candidate is its own process: it reads the same pre-written input (N records of 100 bytes
+// over 4 partitions) from the start, changes nothing, writes it to its own output topic and says
+// when it is through. Then the output is read back read_committed (every id once, none missing),
+// the process's CPU time is taken from /proc/<pid>/stat, and it is let go. Rounds rotate the order;
+// medians are reported as ratios to onceflow exactly-once.
+//
+//   bash bench/kafka/peers/build.sh            # once: the Java peers from Maven Central
+//   npm run build -w @onceflow/core -w @onceflow/connector-kafka
+//   ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092 npx tsx bench/kafka/compare.mts --records 1000000 --rounds 3
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Kafka, logLevel } from "kafkajs";
+
+const { values: args } = parseArgs({
+  options: {
+    records: { type: "string", default: "1000000" },
+    partitions: { type: "string", default: "4" },
+    rounds: { type: "string", default: "3" },
+    candidates: {
+      type: "string",
+      default: "onceflow-eos,onceflow-alo,kafkajs-loop,kafka-streams,flink,java-loop",
+    },
+  },
+});
+const RECORDS = Number(args.records);
+const PARTITIONS = Number(args.partitions);
+const ROUNDS = Number(args.rounds);
+const here = fileURLToPath(new URL(".", import.meta.url));
+const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
+const kafka = new Kafka({ brokers, clientId: "onceflow-compare", logLevel: logLevel.NOTHING });
+const run = randomUUID().slice(0, 8);
+const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86_64
+
+interface Launch {
+  command: string;
+  args: string[];
+}
+
+function javaPeer(project: string, mainClass: string, peerArgs: string[]): Launch {
+  const folder = join(here, "peers", project);
+  const classpathFile = join(folder, "classpath.txt");
+  if (!existsSync(classpathFile)) {
+    throw new Error(`${classpathFile} is missing: run \`bash bench/kafka/peers/build.sh\` first`);
+  }
+  const classpath = `${join(folder, "target", "classes")}:${readFileSync(classpathFile, "utf8").trim()}`;
+  return { command: "java", args: ["-cp", classpath, `dev.onceflow.bench.${mainClass}`, ...peerArgs] };
+}
+
+const candidates: Record<string, (input: string, output: string, dir: string) => Launch> = {
+  "onceflow-eos": (input, output, dir) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      "exactly-once",
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+    ],
+  }),
+  "onceflow-alo": (input, output, dir) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      "at-least-once",
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+    ],
+  }),
+  "kafkajs-loop": (input, output) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/kafkajs-loop.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      String(RECORDS),
+      `cmp-loop-${randomUUID().slice(0, 8)}`,
+    ],
+  }),
+  "kafka-streams": (input, output, dir) =>
+    javaPeer("kafka-java", "KafkaStreamsExactlyOnce", [
+      brokers.join(","),
+      input,
+      output,
+      String(RECORDS),
+      `cmp-streams-${randomUUID().slice(0, 8)}`,
+      dir,
+    ]),
+  flink: (input, output) =>
+    javaPeer("flink", "FlinkExactlyOnce", [
+      brokers.join(","),
+      input,
+      output,
+      `cmp-flink-${randomUUID().slice(0, 8)}`,
+    ]),
+  "java-loop": (input, output) =>
+    javaPeer("kafka-java", "PlainLoop", [brokers.join(","), input, output, String(RECORDS)]),
+};
+
+async function createTopic(name: string): Promise<string> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{ topic: name, numPartitions: PARTITIONS, replicationFactor: 1 }],
+    waitForLeaders: true,
+  });
+  await admin.disconnect();
+  return name;
+}
+
+/** N records of 100 bytes whose value starts with its id, so the output check finds duplicates. */
+async function seed(topic: string): Promise<void> {
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const chunk = 10_000;
+  for (let i = 0; i < RECORDS; i += chunk) {
+    const n = Math.min(chunk, RECORDS - i);
+    const messages = Array.from({ length: n }, (_, j) => ({
+      value: `${i + j} `.padEnd(100, "x"),
+      partition: (i + j) % PARTITIONS,
+    }));
+    await producer.sendBatch({ topicMessages: [{ topic, messages }] });
+  }
+  await producer.disconnect();
+}
+
+/** Reads `topic` read_committed until every id arrived; fails on a duplicate or a stranger. */
+async function verify(topic: string): Promise<void> {
+  const seen = new Uint8Array(RECORDS);
+  let distinct = 0;
+  const consumer = kafka.consumer({
+    groupId: `compare-verify-${randomUUID()}`,
+    readUncommitted: false,
+    maxBytes: 16 * 1024 * 1024,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let fail: (error: Error) => void = () => {};
+  let succeed: () => void = () => {};
+  const complete = new Promise<void>((resolve, reject) => {
+    succeed = resolve;
+    fail = reject;
+  });
+  const timer = setTimeout(
+    () => fail(new Error(`${topic}: only ${distinct} of ${RECORDS} ids after 5 minutes`)),
+    300_000,
+  );
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      for (const message of batch.messages) {
+        const text = message.value?.toString("latin1") ?? "";
+        const id = Number(text.slice(0, text.indexOf(" ")));
+        if (!Number.isInteger(id) || id < 0 || id >= RECORDS)
+          return fail(new Error(`${topic}: unexpected value ${text.slice(0, 20)}`));
+        if (seen[id] === 1) return fail(new Error(`${topic}: id ${id} twice`));
+        seen[id] = 1;
+        distinct++;
+      }
+      if (distinct === RECORDS) succeed();
+    },
+  });
+  try {
+    await complete;
+  } finally {
+    clearTimeout(timer);
+    await consumer.disconnect();
+  }
+}
+
+function cpuSeconds(pid: number): number {
+  // Fields after the command's closing parenthesis: utime and stime are fields 14 and 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+interface Measurement {
+  candidate: string;
+  recordsPerSecond: number;
+  cpuSecondsPerMillion: number;
+  wallSeconds: number;
+}
+
+async function measure(name: string, input: string, round: number): Promise<Measurement> {
+  const launch = candidates[name];
+  if (launch === undefined) throw new Error(`unknown candidate ${name}`);
+  const output = await createTopic(`cmp-${run}-${name}-${round}`);
+  const dir = await mkdtemp(join(tmpdir(), `cmp-${name}-`));
+  const { command, args: commandArgs } = launch(input, output, dir);
+  const started = Date.now();
+  const child: ChildProcess = spawn(command, commandArgs, { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  try {
+    const report = await new Promise<{ records: number; firstAt: number; lastAt: number }>(
+      (resolve, reject) => {
+        createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+          if (line.startsWith('{"event":"done"')) resolve(JSON.parse(line));
+        });
+        void exited.then((code) => reject(new Error(`${name} exited with ${code} before it was done`)));
+      },
+    );
+    await verify(output);
+    const cpu = cpuSeconds(child.pid as number);
+    child.stdin?.end();
+    await exited;
+    const busy = Math.max(1, report.lastAt - report.firstAt) / 1000;
+    return {
+      candidate: name,
+      recordsPerSecond: Math.round(RECORDS / busy),
+      cpuSecondsPerMillion: (cpu / RECORDS) * 1_000_000,
+      wallSeconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+const names = (args.candidates as string).split(",");
+const input = await createTopic(`cmp-${run}-input`);
+await seed(input);
+console.log(
+  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}`,
+);
+const results = new Map<string, Measurement[]>(names.map((n) => [n, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  const order = names.map((_, i) => names[(i + round) % names.length] as string);
+  for (const name of order) {
+    const m = await measure(name, input, round);
+    results.get(name)?.push(m);
+    console.log(
+      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)`,
+    );
+  }
+}
+const reference = median(
+  (results.get("onceflow-eos") ?? results.get(names[0] as string) ?? []).map((m) => m.recordsPerSecond),
+);
+console.log(
+  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) |\n|---|--:|--:|--:|",
+);
+for (const [name, list] of results) {
+  const rate = median(list.map((m) => m.recordsPerSecond));
+  console.log(
+    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} |`,
+  );
+}

@@ -1,0 +1,62 @@
+package dev.onceflow.bench;
+
+import java.util.Properties;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Flink's KafkaSource → KafkaSink with EXACTLY_ONCE in a local MiniCluster, parallelism 1,
+ * checkpoints every second. The source is bounded at the latest offsets, so the job ends after a
+ * final checkpoint that commits the last transaction.
+ */
+public final class FlinkExactlyOnce {
+  public static void main(String[] args) throws Exception {
+    String brokers = args[0];
+    String input = args[1];
+    String output = args[2];
+    String transactionalIdPrefix = args[3];
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(new Configuration());
+    env.setParallelism(1);
+    env.enableCheckpointing(1000);
+    KafkaSource<byte[]> source =
+        KafkaSource.<byte[]>builder()
+            .setBootstrapServers(brokers)
+            .setTopics(input)
+            .setGroupId(transactionalIdPrefix)
+            .setStartingOffsets(OffsetsInitializer.earliest())
+            .setBounded(OffsetsInitializer.latest())
+            .setDeserializer(KafkaRecordDeserializationSchema.valueOnly(ByteArrayDeserializer.class))
+            .build();
+    Properties producerProps = new Properties();
+    producerProps.put("transaction.timeout.ms", "60000");
+    KafkaSink<byte[]> sink =
+        KafkaSink.<byte[]>builder()
+            .setBootstrapServers(brokers)
+            .setRecordSerializer(
+                (KafkaRecordSerializationSchema<byte[]>)
+                    (element, context, timestamp) -> new ProducerRecord<>(output, element))
+            .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+            .setTransactionalIdPrefix(transactionalIdPrefix)
+            .setKafkaProducerConfig(producerProps)
+            .build();
+    env.fromSource(source, WatermarkStrategy.noWatermarks(), "in")
+        .map(value -> {
+          PeerReport.processed();
+          return value;
+        })
+        .returns(byte[].class)
+        .sinkTo(sink);
+    env.execute("onceflow-bench-flink");
+    PeerReport.done();
+    PeerReport.awaitStdinClose();
+  }
+}
