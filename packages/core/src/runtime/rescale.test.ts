@@ -1,43 +1,13 @@
 import { describe, expect, it, vi } from "vitest";
-import type {
-  Collector,
-  KeyedProcessContext,
-  KeyedProcessFunction,
-  KeyedRuntimeContext,
-} from "../api/process-function.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
-import type { ValueState } from "../state/state.js";
 import { Job } from "./job.js";
-
-interface Reading {
-  readonly index: number;
-  readonly key: string;
-}
-
-interface Counted {
-  readonly index: number;
-  readonly key: string;
-  /** How many readings of this key came before and including this one (keyed state). */
-  readonly count: number;
-}
+import { type Counted, type Reading, RunningCount } from "./testing/running-count.js";
 
 const RECORDS = 6_000;
 const SPLITS = 6;
 const KEYS = 12;
-
-class RunningCount implements KeyedProcessFunction<string, Reading, Counted> {
-  private count!: ValueState<number>;
-  open(context: KeyedRuntimeContext): void {
-    this.count = context.getState<number>({ name: "count" });
-  }
-  processElement(reading: Reading, _context: KeyedProcessContext<string>, out: Collector<Counted>): void {
-    const count = (this.count.value() ?? 0) + 1;
-    this.count.update(count);
-    out.collect({ ...reading, count });
-  }
-}
 
 function buildJob(
   parallelism: number,

@@ -1,42 +1,16 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type {
-  Collector,
-  KeyedProcessContext,
-  KeyedProcessFunction,
-  KeyedRuntimeContext,
-} from "../../api/process-function.js";
 import { createCompletedCheckpoint } from "../../checkpoint/completed-checkpoint.js";
 import { MemoryCheckpointStorage } from "../../checkpoint/memory-checkpoint-storage.js";
 import { CollectedOutput } from "../../sink/collect-sink.js";
 import { GeneratorSource } from "../../source/generator-source.js";
-import type { ValueState } from "../../state/state.js";
 import { Job, type JobResult } from "../job.js";
+import { type Counted, type Reading, RunningCount } from "../testing/running-count.js";
 
 // The restore rule with one process per subtask (issue 9, items 1 and 2): every process of a
 // parallelism restores the same lineage whatever their start order, and "latest" goes by id.
 
-interface Reading {
-  readonly index: number;
-  readonly key: string;
-}
-interface Counted extends Reading {
-  readonly count: number;
-}
-
 const SPLITS = 6;
 const KEYS = 12;
-
-class RunningCount implements KeyedProcessFunction<string, Reading, Counted> {
-  private count!: ValueState<number>;
-  open(context: KeyedRuntimeContext): void {
-    this.count = context.getState<number>({ name: "count" });
-  }
-  processElement(reading: Reading, _context: KeyedProcessContext<string>, out: Collector<Counted>): void {
-    const count = (this.count.value() ?? 0) + 1;
-    this.count.update(count);
-    out.collect({ ...reading, count });
-  }
-}
 
 interface Deployment {
   readonly storage: MemoryCheckpointStorage;
