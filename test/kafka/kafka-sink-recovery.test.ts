@@ -11,25 +11,15 @@ import {
   uniqueName,
   writeInTransaction,
 } from "./helpers/kafka.js";
+import { exactlyOnceSink } from "./helpers/sinks.js";
 
 // How KafkaSink ends and starts attempts: transactional-id slots come back after a transaction lost
 // to its timeout, the process-wide claim on a prefix ends however an attempt ends, and a reused
 // instance forgets what an earlier attempt recovered.
 
-function eosSink(
-  topic: string,
-  prefix: string,
-  extra: Partial<KafkaSinkOptions<string>> = {},
-): KafkaSink<string> {
-  return new KafkaSink<string>({
-    brokers: kafkaBrokers(),
-    topic,
-    deliveryGuarantee: "exactly-once",
-    transactionalIdPrefix: prefix,
-    transactionTimeout: 60_000,
-    ...extra,
-  });
-}
+// A timeout long enough for a loaded machine; the cases about timeouts set their own.
+const eosSink = (topic: string, prefix: string, extra: Partial<KafkaSinkOptions<string>> = {}) =>
+  exactlyOnceSink(topic, prefix, { transactionTimeout: 60_000, ...extra });
 
 const values = (records: Array<{ value: string | null }>) =>
   records.map((record) => String(record.value)).sort();

@@ -1,22 +1,9 @@
-import { KafkaSink, type KafkaSinkOptions, Serializers } from "@onceflow/connector-kafka";
+import { KafkaSink, Serializers } from "@onceflow/connector-kafka";
 import { ConfigurationError, TransactionError } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { SinkDriver, type SinkState } from "./helpers/drive-sink.js";
 import { createTopic, kafkaBrokers, readAll, sleep, uniqueName } from "./helpers/kafka.js";
-
-function eosSink(
-  topic: string,
-  prefix: string,
-  extra: Partial<KafkaSinkOptions<string>> = {},
-): KafkaSink<string> {
-  return new KafkaSink<string>({
-    brokers: kafkaBrokers(),
-    topic,
-    deliveryGuarantee: "exactly-once",
-    transactionalIdPrefix: prefix,
-    ...extra,
-  });
-}
+import { exactlyOnceSink } from "./helpers/sinks.js";
 
 /**
  * Leaves a sink as a SIGKILL would: its open transaction is not aborted, its sockets just close, and
@@ -52,7 +39,7 @@ const sortedValues = (records: Array<{ value: string | null }>) =>
 describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("makes a checkpoint's records visible to read_committed consumers only when it completes", async () => {
     const topic = await createTopic(uniqueName("sink-eos"), 2);
-    const driver = await SinkDriver.start(eosSink(topic, uniqueName("eos")));
+    const driver = await SinkDriver.start(exactlyOnceSink(topic, uniqueName("eos")));
     try {
       await driver.write(range(0, 10));
       await driver.checkpoint(1);
@@ -68,7 +55,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("uses a bounded pool of transactional ids (prefix-subtask-incarnation-slot), one transaction per checkpoint", async () => {
     const topic = await createTopic(uniqueName("sink-pool"), 1);
     const prefix = uniqueName("pool");
-    const driver = await SinkDriver.start(eosSink(topic, prefix, { transactionalIdPoolSize: 3 }), {
+    const driver = await SinkDriver.start(exactlyOnceSink(topic, prefix, { transactionalIdPoolSize: 3 }), {
       subtaskIndex: 2,
       parallelism: 3,
       incarnation: 40,
@@ -94,7 +81,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("handles empty transactions: no broker transaction, nothing to commit or recover", async () => {
     const topic = await createTopic(uniqueName("sink-empty"), 1);
     const prefix = uniqueName("empty");
-    const driver = await SinkDriver.start(eosSink(topic, prefix));
+    const driver = await SinkDriver.start(exactlyOnceSink(topic, prefix));
     await driver.checkpoint(1);
     expect(driver.pending()[0]?.transactionalId).toBeUndefined();
     await driver.complete(1);
@@ -102,7 +89,9 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     const state = await driver.checkpoint(2);
     await driver.close();
     // Restoring a checkpoint whose transaction was empty, and one with a real transaction.
-    const restored = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 2, state } });
+    const restored = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
+      restored: { checkpointId: 2, state },
+    });
     await restored.checkpoint(3);
     await restored.complete(3);
     await restored.close();
@@ -112,20 +101,24 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("a new process commits what a killed one pre-committed, from the stored id, producer id and epoch", async () => {
     const topic = await createTopic(uniqueName("sink-recover"), 2);
     const prefix = uniqueName("recover");
-    const first = await SinkDriver.start(eosSink(topic, prefix));
+    const first = await SinkDriver.start(exactlyOnceSink(topic, prefix));
     await first.write(range(0, 20));
     const state = await first.checkpoint(1);
     await first.write(range(100, 105)); // open transaction, never checkpointed
     await abandon(first);
 
-    const second = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    const second = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
+      restored: { checkpointId: 1, state },
+    });
     try {
       expect(sortedValues(await readAll(topic, { expected: 20 }))).toEqual(range(0, 20));
     } finally {
       await second.close();
     }
     // A second restore of the same checkpoint (a crash during recovery) commits again harmlessly.
-    const third = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    const third = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
+      restored: { checkpointId: 1, state },
+    });
     await third.write(["after"]);
     await third.checkpoint(2);
     await third.complete(2);
@@ -138,14 +131,16 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("fences leftovers at start so read_committed consumers are not stuck behind them", async () => {
     const topic = await createTopic(uniqueName("sink-linger"), 1);
     const prefix = uniqueName("linger");
-    const first = await SinkDriver.start(eosSink(topic, prefix));
+    const first = await SinkDriver.start(exactlyOnceSink(topic, prefix));
     await first.write(["committed-1"]);
     const state = await first.checkpoint(1);
     await first.complete(1);
     await first.write(["lingering"]); // left open by the "crash"
     await abandon(first);
 
-    const second = await SinkDriver.start(eosSink(topic, prefix), { restored: { checkpointId: 1, state } });
+    const second = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
+      restored: { checkpointId: 1, state },
+    });
     await second.write(["committed-2"]);
     await second.checkpoint(2);
     await second.complete(2);
@@ -157,8 +152,11 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("after a rescale from 2 subtasks to 1: commits both subtasks' pending transactions and fences subtask 1's ids", async () => {
     const topic = await createTopic(uniqueName("sink-rescale"), 1);
     const prefix = uniqueName("rescale");
-    const first = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 0, parallelism: 2 });
-    const second = await SinkDriver.start(eosSink(topic, prefix), { subtaskIndex: 1, parallelism: 2 });
+    const first = await SinkDriver.start(exactlyOnceSink(topic, prefix), { subtaskIndex: 0, parallelism: 2 });
+    const second = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
+      subtaskIndex: 1,
+      parallelism: 2,
+    });
     await first.write(["s0-a"]);
     await second.write(["s1-a"]);
     const state0 = await first.checkpoint(1);
@@ -166,7 +164,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     await second.write(["s1-lingering"]); // open on prefix-1-x when the job stops
     await abandon(first);
     await abandon(second);
-    const rescaled = await SinkDriver.start(eosSink(topic, prefix), {
+    const rescaled = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
       subtaskIndex: 0,
       parallelism: 1,
       restored: { checkpointId: 1, state: unionOf([state0, state1]) },
@@ -183,7 +181,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     const prefix = uniqueName("rescale32");
     const old = await Promise.all(
       [0, 1, 2].map((subtaskIndex) =>
-        SinkDriver.start(eosSink(topic, prefix), { subtaskIndex, parallelism: 3 }),
+        SinkDriver.start(exactlyOnceSink(topic, prefix), { subtaskIndex, parallelism: 3 }),
       ),
     );
     const states: SinkState[] = [];
@@ -196,7 +194,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     // Both new subtasks recover concurrently, as in a job; each sees every old element.
     const rescaled = await Promise.all(
       [0, 1].map((subtaskIndex) =>
-        SinkDriver.start(eosSink(topic, prefix), {
+        SinkDriver.start(exactlyOnceSink(topic, prefix), {
           subtaskIndex,
           parallelism: 2,
           restored: { checkpointId: 1, state: unionOf(states) },
@@ -224,17 +222,17 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     const prefix = uniqueName("shared");
     // Two sinks of one attempt (one incarnation) of the job.
     const incarnation = 1000;
-    const first = await SinkDriver.start(eosSink(topic, prefix, { name: "first" }), { incarnation });
-    const failure = await SinkDriver.start(eosSink(topic, prefix, { name: "second" }), { incarnation }).catch(
-      (error: unknown) => error,
-    );
+    const first = await SinkDriver.start(exactlyOnceSink(topic, prefix, { name: "first" }), { incarnation });
+    const failure = await SinkDriver.start(exactlyOnceSink(topic, prefix, { name: "second" }), {
+      incarnation,
+    }).catch((error: unknown) => error);
     const cause = failure instanceof Error && "cause" in failure ? (failure.cause ?? failure) : failure;
     expect(cause).toBeInstanceOf(ConfigurationError);
     expect((cause as ConfigurationError).message).toContain(
       `"${prefix}" is already used by another running KafkaSink (first)`,
     );
     // Another subtask index, or the same one once the first sink closed, is fine.
-    const otherSubtask = await SinkDriver.start(eosSink(topic, prefix), {
+    const otherSubtask = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
       subtaskIndex: 1,
       parallelism: 2,
       incarnation,
@@ -244,7 +242,9 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     await first.checkpoint(1);
     await first.complete(1);
     await first.close();
-    const successor = await SinkDriver.start(eosSink(topic, prefix, { name: "successor" }), { incarnation });
+    const successor = await SinkDriver.start(exactlyOnceSink(topic, prefix, { name: "successor" }), {
+      incarnation,
+    });
     await successor.close();
     expect(sortedValues(await readAll(topic, { expected: 1 }))).toEqual(["still-works"]);
   });
@@ -252,13 +252,13 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
   it("fences a zombie: the old writer can neither write nor commit after a new one recovered", async () => {
     const topic = await createTopic(uniqueName("sink-zombie"), 1);
     const prefix = uniqueName("zombie");
-    const zombie = await SinkDriver.start(eosSink(topic, prefix));
+    const zombie = await SinkDriver.start(exactlyOnceSink(topic, prefix));
     await zombie.write(["before"]);
     const state = await zombie.checkpoint(1);
     await zombie.write(["zombie-open"]);
     await abandon(zombie, { keepConnection: true }); // frozen in another process, as far as this one knows
 
-    const successor = await SinkDriver.start(eosSink(topic, prefix), {
+    const successor = await SinkDriver.start(exactlyOnceSink(topic, prefix), {
       restored: { checkpointId: 1, state },
     });
     const writeError = await zombie
@@ -283,7 +283,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
     const topic = await createTopic(uniqueName("sink-timeout"), 1);
     const prefix = uniqueName("timeout");
     const driver = await SinkDriver.start(
-      eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
+      exactlyOnceSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
     );
     await driver.write(["will-be-lost"]);
     const state = await driver.checkpoint(7);
@@ -301,7 +301,7 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
 
     // The same after a restart: recovery refuses to go on silently.
     const recovery = SinkDriver.start(
-      eosSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
+      exactlyOnceSink(topic, prefix, { transactionTimeout: 2000, commitRetry: { maxAttempts: 2 } }),
       {
         restored: { checkpointId: 7, state },
       },
@@ -312,13 +312,15 @@ describe("KafkaSink exactly-once", { timeout: 120_000 }, () => {
 
   it("checks transactionTimeout against the broker's transaction.max.timeout.ms and the checkpoint interval", async () => {
     const topic = await createTopic(uniqueName("sink-config"), 1);
-    const tooLong = SinkDriver.start(eosSink(topic, uniqueName("cfg"), { transactionTimeout: 3_600_000 }));
+    const tooLong = SinkDriver.start(
+      exactlyOnceSink(topic, uniqueName("cfg"), { transactionTimeout: 3_600_000 }),
+    );
     await expect(tooLong).rejects.toBeInstanceOf(ConfigurationError);
     await expect(tooLong).rejects.toThrow(
       /transaction.max.timeout.ms .*\(900000 ms\): lower transactionTimeout/,
     );
     const belowInterval = SinkDriver.start(
-      eosSink(topic, uniqueName("cfg"), { transactionTimeout: 5000, checkpointInterval: 10_000 }),
+      exactlyOnceSink(topic, uniqueName("cfg"), { transactionTimeout: 5000, checkpointInterval: 10_000 }),
     );
     await expect(belowInterval).rejects.toThrow(/not above the checkpoint interval/);
     expect(
