@@ -13,9 +13,10 @@ export default defineConfig({
       "examples/**/*.test.ts",
     ],
     // Run with the connector's config (`npx vitest run -c packages/connector-postgres/vitest.config.ts
-    // postgres-exploration`), not in the suite:
-    // its simulated kills terminate sessions of in-process sinks, and under CI load a pg client of
-    // such a killed sink once emitted an unhandled 57P01 (issue 10, still open).
+    // postgres-exploration`), not in the suite yet (issue 10): its unhandled 57P01 is fixed (a
+    // connection terminated as the pool handed it over) and it runs in 15–85 s, but under heavy load
+    // a restarted sink met its older attempt's sink id claim (CONFIGURATION; the takeover by a newer
+    // attempt is pending in postgres-sink.ts) and one replay ended in TRANSACTION_TIMED_OUT.
     exclude: ["**/node_modules/**", "**/dist/**", "test/explore/postgres-exploration.test.ts"],
     globalSetup: ["packages/testkit/src/vitest/global-setup.ts"],
     // Two cores: two files at a time, next to the broker's JVM and PostgreSQL.

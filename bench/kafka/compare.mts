@@ -1,5 +1,6 @@
 // Kafka → Kafka side by side with the peers the issue names, on one broker, in one command:
-//   onceflow exactly-once / at-least-once, a hand-written kafkajs transactional loop,
+//   onceflow exactly-once / at-least-once, onceflow exactly-once at parallelism 2 in worker threads
+//   (onceflow-eos-threads, not in the default set), a hand-written kafkajs transactional loop,
 //   Kafka Streams (exactly_once_v2), Flink KafkaSource → KafkaSink (EXACTLY_ONCE, MiniCluster),
 //   and a plain Java consume → produce loop (the broker's ceiling).
 // Each candidate is its own process: it reads the same pre-written input (N records of 100 bytes
@@ -45,6 +46,7 @@ const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86_64
 interface Launch {
   command: string;
   args: string[];
+  env?: Record<string, string>;
 }
 
 function javaPeer(project: string, mainClass: string, peerArgs: string[]): Launch {
@@ -70,6 +72,20 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
       `cmp-${randomUUID().slice(0, 8)}`,
     ],
   }),
+  // The same job on kafkajs's own produce path (the exactly-once sink before its lean producer).
+  "onceflow-eos-kafkajs": (input, output, dir) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      "exactly-once",
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+    ],
+    env: { ONCEFLOW_BENCH_KAFKAJS_PRODUCE: "1" },
+  }),
   "onceflow-alo": (input, output, dir) => ({
     command: process.execPath,
     args: [
@@ -80,6 +96,20 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
       "at-least-once",
       dir,
       `cmp-${randomUUID().slice(0, 8)}`,
+    ],
+  }),
+  // The same pipeline at parallelism 2, each subtask in a worker thread of one process.
+  "onceflow-eos-threads": (input, output, dir) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-threads.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      "exactly-once",
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+      "2",
     ],
   }),
   "kafkajs-loop": (input, output) => ({
@@ -203,9 +233,12 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   if (launch === undefined) throw new Error(`unknown candidate ${name}`);
   const output = await createTopic(`cmp-${run}-${name}-${round}`);
   const dir = await mkdtemp(join(tmpdir(), `cmp-${name}-`));
-  const { command, args: commandArgs } = launch(input, output, dir);
+  const { command, args: commandArgs, env } = launch(input, output, dir);
   const started = Date.now();
-  const child: ChildProcess = spawn(command, commandArgs, { stdio: ["pipe", "pipe", "inherit"] });
+  const child: ChildProcess = spawn(command, commandArgs, {
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, ...env },
+  });
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
   try {
     const report = await new Promise<{ records: number; firstAt: number; lastAt: number }>(

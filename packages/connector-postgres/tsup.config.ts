@@ -1,10 +1,20 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig({
-  entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: "node20",
-});
+export default defineConfig([
+  {
+    entry: ["src/index.ts"],
+    format: ["esm", "cjs"],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: "node20",
+  },
+  {
+    // The `onceflow-postgres` executable: ESM only, not part of the importable API.
+    entry: { cli: "src/cli/main.ts" },
+    format: ["esm"],
+    sourcemap: true,
+    target: "node20",
+    banner: { js: "#!/usr/bin/env node" },
+  },
+]);

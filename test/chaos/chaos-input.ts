@@ -20,7 +20,8 @@ export function chaosKafkaClient(brokers: readonly string[]): Kafka {
  */
 export interface BackgroundInput {
   readonly done: Promise<void>;
-  pause(): void;
+  /** Holds the producer; resolves once no send is in flight, so none has to ride out the fault. */
+  pause(): Promise<void>;
   resume(): void;
   /** Writes no more records (a run that failed early). */
   stop(): void;
@@ -35,6 +36,7 @@ export function produceInBackground(
 ): BackgroundInput {
   let paused = false;
   let stopped = false;
+  let sending = false;
   const done = (async () => {
     const producer = chaosKafkaClient(brokers).producer({
       allowAutoTopicCreation: false,
@@ -54,17 +56,27 @@ export function produceInBackground(
           const record: ChaosRecord = { id: next, key, seq: next };
           messages.push({ key, value: JSON.stringify(record) });
         }
-        await producer.send({ topic, messages });
+        sending = true;
+        try {
+          await producer.send({ topic, messages });
+        } finally {
+          sending = false;
+        }
         await sleep(100);
       }
     } finally {
       await producer.disconnect();
     }
   })();
+  // A failure is the caller's when it awaits `done`, not an unhandled rejection before that.
+  done.catch(() => undefined);
   return {
     done,
-    pause: () => {
+    pause: async () => {
       paused = true;
+      // A send already under way would meet the fault: its client's own retries (a few seconds)
+      // give up while a loaded machine restarts the broker, and the input would stop for good.
+      while (sending) await sleep(20);
     },
     resume: () => {
       paused = false;

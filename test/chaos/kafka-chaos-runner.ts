@@ -143,7 +143,7 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
       if (options.fault?.kill === kill) {
         // The fault hits while this run is alive; it restarts itself in-process until the service
         // is back. No input is written meanwhile, so every input is written exactly once.
-        producing.pause();
+        await producing.pause();
         log(`  run ${kill}: fault injected ${delay} ms after spawn`);
         await options.fault.inject();
         producing.resume();

@@ -68,8 +68,19 @@ export function startSubtaskProcess(
   };
   child.process.stdout?.on("data", watch);
   const ended = child.exited.then(({ code, signal }) => {
-    const failed = /^FAILED (\S+) (.*)$/m.exec(child.output());
-    return { code, signal, errorCode: failed?.[1], failure: failed?.[2] };
+    const output = child.output();
+    const failed = /^FAILED (\S+) (.*)$/m.exec(output);
+    // A crash the job did not report (an uncaught error): the first error line of its stderr.
+    const crash =
+      failed === null && code !== 0 && signal === null
+        ? /^(?:\w*Error|error)\b.*$/m.exec(output.slice(output.indexOf("--- stderr")))?.[0]
+        : undefined;
+    return {
+      code,
+      signal,
+      errorCode: failed?.[1] ?? (crash === undefined ? undefined : "-"),
+      failure: failed?.[2] ?? crash?.slice(0, 500),
+    };
   });
   serials += 1;
   return {

@@ -1,19 +1,43 @@
+import { createHash } from "node:crypto";
 import { PostgresSink } from "@onceflow/connector-postgres";
-import type { TwoPhaseCommitSink } from "@onceflow/core";
 import { describeTwoPhaseCommitSink, type TwoPhaseCommitSinkContract } from "@onceflow/testkit/vitest";
 import { type KillablePool, killablePool, postgresUrl, sql } from "./helpers/services.js";
 
 // The contract suite on PostgresSink against the run's PostgreSQL, in both modes: prepared
 // transactions and the staging table. Each case has its own table and sinkId; each sink instance
 // its own pool, so a simulated kill cuts exactly that instance's connections (the server rolls back
-// their open transactions; prepared ones stay, as after a SIGKILL).
+// their open transactions; prepared ones stay, as after a SIGKILL). After each case nothing of the
+// sink may be left: no prepared transaction with its sinkId's gid prefix, no staging table.
 
 interface Row {
   readonly id: number;
   readonly payload: string;
 }
 
-function contract(mode: "prepared" | "staging", backgroundCommits = false): TwoPhaseCommitSinkContract<Row> {
+/** What the sink `sinkId` left in the server: prepared gids `<sinkId>-…` and its staging tables. */
+async function lingering(sinkId: string): Promise<string[]> {
+  // Staging tables are `onceflow_stage_<first 12 hex of sha256(sinkId)>_<subtask>_<epoch>_<sequence>`.
+  const stagePrefix = `onceflow_stage_${createHash("sha256").update(sinkId).digest("hex").slice(0, 12)}_`;
+  const prepared = await sql<{ gid: string }>(
+    postgresUrl(),
+    "SELECT gid FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1 ORDER BY gid",
+    [`${sinkId}-`],
+  );
+  const staged = await sql<{ name: string }>(
+    postgresUrl(),
+    "SELECT schemaname || '.' || tablename AS name FROM pg_tables WHERE left(tablename, length($1)) = $1 ORDER BY 1",
+    [stagePrefix],
+  );
+  return [
+    ...prepared.map((row) => `prepared transaction '${row.gid}'`),
+    ...staged.map((row) => `staging table ${row.name}`),
+  ];
+}
+
+function contract(
+  mode: "prepared" | "staging",
+  backgroundCommits = false,
+): TwoPhaseCommitSinkContract<Row, PostgresSink<Row>> {
   const pools = new WeakMap<object, KillablePool>();
   const cleanup = new Map<string, KillablePool[]>();
   return {
@@ -42,7 +66,7 @@ function contract(mode: "prepared" | "staging", backgroundCommits = false): TwoP
         backgroundCommits,
       });
       pools.set(sink, pool);
-      return sink as unknown as TwoPhaseCommitSink<Row, unknown>;
+      return sink;
     },
     kill: async (sink) => {
       const pool = pools.get(sink);
@@ -55,6 +79,7 @@ function contract(mode: "prepared" | "staging", backgroundCommits = false): TwoP
     readCommitted: (scope) => sql<Row>(postgresUrl(), `SELECT id::int AS id, payload FROM ${scope.id}`),
     createRecord: (index) => ({ id: index, payload: `row ${index}` }),
     identify: (row) => `${row.id}:${row.payload}`,
+    lingering: (scope) => lingering(scope.id),
   };
 }
 

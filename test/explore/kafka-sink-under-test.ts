@@ -22,6 +22,8 @@ export async function kafkaSinkUnderTest(brokers: readonly string[]): Promise<Si
   await createKafkaTopic(brokers, topic, { partitions: 1 });
   return {
     name: "kafka",
+    // A real broker on a loaded 2-core machine: a final phase takes seconds, not milliseconds.
+    finalPhaseLimitMs: 60_000,
     createSink(host) {
       const making = connectorOfProcess<{ KafkaSink: typeof KafkaSink }>(
         "@onceflow/connector-kafka",

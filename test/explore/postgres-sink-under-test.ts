@@ -25,6 +25,8 @@ export async function postgresSinkUnderTest(url: string): Promise<SinkUnderTest>
     ]);
   return {
     name: "postgres",
+    // A real server on a loaded 2-core machine: a final phase takes seconds, not milliseconds.
+    finalPhaseLimitMs: 60_000,
     createSink(host) {
       const connection = `${url}${url.includes("?") ? "&" : "?"}application_name=${sessionsOf(host)}`;
       const making = connectorOfProcess<{ PostgresSink: typeof PostgresSink }>(

@@ -1,5 +1,9 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { Deserializers, type KafkaPartitionSplit, KafkaSource } from "@onceflow/connector-kafka";
 import { DeserializationError, MetricNames } from "@onceflow/core";
+import { ensureKafkaJars, resolveKafkaVersion } from "@onceflow/testkit";
 import { describe, expect, it } from "vitest";
 import { openReader, pollFor, pollRecords } from "./helpers/drive-source.js";
 import {
@@ -31,6 +35,8 @@ async function groupOffsets(groupId: string, topic: string): Promise<Record<numb
     return Object.fromEntries((entry?.partitions ?? []).map((p) => [p.partition, p.offset]));
   });
 }
+
+const execFileAsync = promisify(execFile);
 
 describe("KafkaSource start positions", () => {
   it("'earliest' reads every partition from its first record, with Kafka timestamps as event time", async () => {
@@ -502,6 +508,34 @@ describe("KafkaSource deserialization", () => {
       expect(String(first?.headers.h)).toBe("x");
       expect(tombstone?.key).toBeNull();
       expect(tombstone?.value).toBeNull();
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("keeps a header sent without a value as null, never handing it to the deserializer", async () => {
+    const topic = await createTopic(uniqueName("src-null-header"), 1);
+    // Kafka allows a null header value (length -1); kafkajs cannot write one, the Java client can.
+    const { libDir } = await ensureKafkaJars(resolveKafkaVersion());
+    await execFileAsync("java", [
+      "-cp",
+      `${libDir}/*`,
+      fileURLToPath(new URL("./fixtures/NullHeaderProducer.java", import.meta.url)),
+      kafkaBrokers().join(","),
+      topic,
+    ]);
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      // "fail": a header the deserializer choked on would fail the read instead of passing silently.
+      onDeserializationError: "fail",
+    });
+    const { reader } = await openReader(source);
+    try {
+      const [record] = await pollRecords(reader, 1);
+      expect(record?.value).toBe("v");
+      expect(record?.headers).toEqual({ empty: null, repeated: ["a", null], plain: "p" });
     } finally {
       await reader.close();
     }

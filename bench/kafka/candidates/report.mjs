@@ -13,6 +13,15 @@ export function createReport() {
       records += count;
     },
     records: () => records,
+    /** What this counter saw, to send to another thread: `{ records, firstAt, lastAt }`. */
+    snapshot: () => ({ records, firstAt, lastAt }),
+    /** Adds another counter's snapshot (a thread's): the report covers both. */
+    absorb(other) {
+      if (other.records === 0) return;
+      firstAt = firstAt === 0 ? other.firstAt : Math.min(firstAt, other.firstAt);
+      lastAt = Math.max(lastAt, other.lastAt);
+      records += other.records;
+    },
     async doneAndWait() {
       process.stdout.write(`${JSON.stringify({ event: "done", records, firstAt, lastAt })}\n`);
       await new Promise((resolve) => {

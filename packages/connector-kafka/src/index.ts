@@ -1,5 +1,8 @@
 export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin/kafka-transactions.js";
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
+export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
+export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
+export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { KafkaTransaction } from "./sink/kafka-sink.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
@@ -7,7 +10,7 @@ export type { Serializer } from "./sink/serializer.js";
 export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
 export { Deserializers } from "./source/deserializer.js";
-export type { KafkaPartitionSplit } from "./source/kafka-partition-split.js";
+export type { KafkaPartitionSplit, PendingStart } from "./source/kafka-partition-split.js";
 export type { KafkaRecord } from "./source/kafka-record.js";
 export { KafkaSource } from "./source/kafka-source.js";
 export type {

@@ -1,3 +1,12 @@
+export type {
+  PostgresPreparedTransactionInfo,
+  PostgresSinkRollbackResult,
+  PostgresSinkTransactions,
+  PostgresSinkTransactionsOptions,
+  PostgresStagingTableInfo,
+  RollbackPostgresSinkTransactionsOptions,
+} from "./admin/sink-transactions.js";
+export { listPostgresSinkTransactions, rollbackPostgresSinkTransactions } from "./admin/sink-transactions.js";
 export type { PostgresCheckpointStorageOptions } from "./checkpoint/postgres-checkpoint-storage.js";
 export { PostgresCheckpointStorage } from "./checkpoint/postgres-checkpoint-storage.js";
 export type { RejectedRowDetails } from "./errors/postgres-errors.js";

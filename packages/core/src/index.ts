@@ -38,17 +38,23 @@ export type { CheckpointingOptions } from "./checkpoint/checkpointing-options.js
 export type { CompletedCheckpointOptions } from "./checkpoint/completed-checkpoint.js";
 export { createCompletedCheckpoint } from "./checkpoint/completed-checkpoint.js";
 export {
+  type CheckpointFileReport,
+  type CleanupOptions,
   checkpointDirectoryName,
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,
   filesystem,
+  type SubtaskFileCheck,
   subtaskStateFileName,
 } from "./checkpoint/filesystem-checkpoint-storage.js";
-export { supersededError } from "./checkpoint/incarnation.js";
+export { fencingScopeOf, supersededError } from "./checkpoint/incarnation.js";
 export { MemoryCheckpointStorage } from "./checkpoint/memory-checkpoint-storage.js";
 export type { RetentionOptions } from "./checkpoint/retention.js";
 export { retainLatestCheckpoints } from "./checkpoint/retention.js";
 export { createTestCheckpoint } from "./checkpoint/testing/test-checkpoints.js";
+// Dashboard
+export type { Dashboard, DashboardOptions } from "./dashboard/serve-dashboard.js";
+export { serveDashboard } from "./dashboard/serve-dashboard.js";
 // Errors, logging, metrics
 export { formatError } from "./errors/format-error.js";
 export type { ErrorDetails } from "./errors/onceflow-error.js";
@@ -58,6 +64,8 @@ export {
   ConfigurationError,
   DeserializationError,
   ErrorCode,
+  isOnceflowError,
+  ONCEFLOW_ERROR_BRAND,
   OnceflowError,
   RecoveryError,
   TransactionError,
@@ -78,13 +86,24 @@ export type {
   Metrics,
 } from "./observability/metrics.js";
 export { createMemoryMetrics, MetricNames, noopMetrics } from "./observability/metrics.js";
+export { teeMetrics } from "./observability/tee-metrics.js";
 export type { KeyedProcessFunctionFactory, OperatorOptions } from "./runtime/data-stream.js";
 export { DataStream, KeyedStream, WindowedStream } from "./runtime/data-stream.js";
 // Jobs
 export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
 export { Job } from "./runtime/job.js";
+export type { HealthVerdict } from "./runtime/job-health.js";
+export {
+  checkLiveness,
+  checkReadiness,
+  DEFAULT_MAX_STEP_MS,
+  defaultMaxCheckpointAge,
+} from "./runtime/job-health.js";
+export type { JobLaunchOptions } from "./runtime/job-launch-options.js";
+export type { JobState, JobStatus, SubtaskStatus } from "./runtime/job-status.js";
 export type { RestartStrategy } from "./runtime/restart-strategy.js";
 export type { RestoreSetting } from "./runtime/restore/restore-plan.js";
+export type { SubtaskLiveness } from "./runtime/subtask.js";
 export type { CollectTransaction } from "./sink/collect-sink.js";
 export { CollectedOutput, CollectSink } from "./sink/collect-sink.js";
 export { DiscardingSink } from "./sink/discarding-sink.js";
@@ -92,6 +111,8 @@ export type { FileSinkOptions, FileTransaction } from "./sink/file-sink.js";
 export { FileSink, readCommittedFiles } from "./sink/file-sink.js";
 // Sinks
 export type { Sink, SinkContext, SinkFactory } from "./sink/sink.js";
+export type { HarnessTransaction } from "./sink/testing/harness-transactions.js";
+export { readHarnessTransactions } from "./sink/testing/harness-transactions.js";
 export type { HarnessCheckpoint } from "./sink/testing/sink-test-harness.js";
 export { SinkTestHarness } from "./sink/testing/sink-test-harness.js";
 export type {
@@ -102,9 +123,9 @@ export type {
 } from "./sink/two-phase-commit-sink.js";
 export { TwoPhaseCommitSink } from "./sink/two-phase-commit-sink.js";
 export type { FileLinesInput, FileLinesSourceOptions, FileLinesSplit } from "./source/file-lines-source.js";
-export { FileLinesSource } from "./source/file-lines-source.js";
+export { FileLinesReader, FileLinesSource } from "./source/file-lines-source.js";
 export type { GeneratorSourceOptions, GeneratorSplit } from "./source/generator-source.js";
-export { GeneratorSource } from "./source/generator-source.js";
+export { GeneratorSource, GeneratorSourceReader } from "./source/generator-source.js";
 // Sources
 export type {
   Source,
@@ -128,6 +149,16 @@ export type {
   StateDescriptor,
   ValueState,
 } from "./state/state.js";
+// Subtasks in worker threads
+export type { AggregatedMetrics } from "./threads/aggregate-metrics.js";
+export { combineStatuses } from "./threads/combine-statuses.js";
+export type {
+  SubtaskThreadResult,
+  SubtaskThreads,
+  SubtaskThreadsOptions,
+  SubtaskThreadsResult,
+} from "./threads/run-subtasks-in-threads.js";
+export { runSubtasksInThreads } from "./threads/run-subtasks-in-threads.js";
 export type { TimestampAssigner } from "./time/watermark-strategy.js";
 export { WatermarkStrategy, WatermarkStrategyBuilder } from "./time/watermark-strategy.js";
 // Windows

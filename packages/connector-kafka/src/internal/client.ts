@@ -1,10 +1,21 @@
 import { ConfigurationError } from "@onceflow/core";
 import { Kafka, logLevel } from "kafkajs";
 
-/** The connection options shared by the source and the sink. */
+/**
+ * The connection options shared by the source, the sink and the admin functions (exported as
+ * `KafkaClientOptions`): give either `brokers` or your own kafkajs `kafka` client.
+ *
+ * @example
+ * ```ts
+ * const connection: KafkaClientOptions = { brokers: ["localhost:9092"], clientId: "orders-job" };
+ * ```
+ */
 export interface ClientOptions {
+  /** The bootstrap brokers, for example `["localhost:9092"]`. */
   readonly brokers?: readonly string[];
+  /** A kafkajs client of your own (SSL, SASL, ...), instead of `brokers`. */
   readonly kafka?: Kafka;
+  /** The client id of the client made from `brokers` (default `onceflow`). */
   readonly clientId?: string;
 }
 

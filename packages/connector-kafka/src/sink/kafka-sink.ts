@@ -9,6 +9,7 @@ import {
   TwoPhaseCommitSink,
 } from "@onceflow/core";
 import { type ICustomPartitioner, type Kafka, type Message, Partitioners, type Producer } from "kafkajs";
+import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { kafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../internal/kafkajs/internals.js";
 import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
@@ -197,14 +198,13 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     if (this.sendFailure !== undefined) throw this.sendFailure;
     const topicMessages = this.toTopicMessages(values);
     if (this.guarantee === "exactly-once") {
-      const open = await this.openTransaction(transaction);
-      try {
-        await open.send(topicMessages);
-      } catch (error) {
-        throw this.asFencedError(error, transaction);
-      }
+      // Returns once the records are batched; a failure (already mapped, see openTransaction) shows
+      // in a later write or at the latest in preCommit's flush.
+      await (await this.openTransaction(transaction)).send(topicMessages);
     } else if (this.guarantee === "at-least-once") {
-      await (await this.plainProducer()).sendBatch({ topicMessages, acks: -1 });
+      await (await this.plainProducer()).sendBatch({ topicMessages, acks: -1 }).catch((error: unknown) => {
+        throw recordRejection(error, this.name, topicMessages) ?? error;
+      });
     } else {
       // No guarantee: do not wait for acknowledgements, only bound what is in flight.
       const producer = await this.plainProducer();
@@ -213,7 +213,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         .sendBatch({ topicMessages, acks: -1 })
         .then(() => undefined)
         .catch((error: unknown) => {
-          this.sendFailure ??= error;
+          this.sendFailure ??= recordRejection(error, this.name, topicMessages) ?? error;
         })
         .finally(() => this.inFlight.delete(send));
       this.inFlight.add(send);
@@ -221,8 +221,13 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     transaction.records += values.length;
   }
 
-  protected preCommit(transaction: KafkaTransaction, checkpoint: FunctionSnapshotContext): void {
-    // Sends are awaited in invokeBatch, so the transaction is flushed already.
+  protected async preCommit(
+    transaction: KafkaTransaction,
+    checkpoint: FunctionSnapshotContext,
+  ): Promise<void> {
+    // Exactly-once sends are acknowledged here, before the checkpoint can acknowledge the
+    // transaction: every record is in the broker's log (or the send failed, and so does this).
+    await (await this.openTransactions.get(transaction))?.flush();
     transaction.checkpointId = checkpoint.checkpointId;
     if (this.sendFailure !== undefined) throw this.sendFailure;
   }
@@ -250,7 +255,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     if (transaction.transactionalId === undefined) return;
     const open = this.openTransactions.get(transaction);
     this.openTransactions.delete(transaction);
-    await open?.catch(() => undefined);
+    // No Produce of this transaction may reach a broker after its EndTxn: wait for those in flight.
+    await (await open?.catch(() => undefined))?.close();
     const slot = this.pool?.slotOf(transaction.transactionalId);
     try {
       await (await this.connect()).endTransaction(handleOf(transaction), false);
@@ -336,7 +342,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         "kafka sink: recovered pending transactions and aborted what earlier attempts left open",
       );
     } catch (error) {
-      // The attempt ends here: its claim on the prefix must not outlive it.
+      // The attempt ends here (closeResources follows): its claim on the prefix must not outlive it.
       this.releasePrefix();
       throw error;
     }
@@ -375,19 +381,27 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     }
   }
 
-  override async close(): Promise<void> {
-    // First: a close that hangs must not keep the prefix from the next attempt's sink.
+  /**
+   * Starts the attempt: an exactly-once sink claims its prefix for this subtask in this process
+   * (a newer attempt of the same job takes a claim over). The connection opens on first use.
+   */
+  protected override openResources(): void {
+    this.currentAttempt();
+  }
+
+  /**
+   * Ends the attempt after `close()` aborted the open transaction (or after a failed start): drops
+   * the prefix claim, waits for unacknowledged sends (`none`), disconnects the producer and the
+   * connection.
+   */
+  protected override async closeResources(): Promise<void> {
     this.releasePrefix();
-    try {
-      await Promise.allSettled([...this.inFlight]);
-      await super.close();
-    } finally {
-      const producer = this.producer;
-      this.producer = undefined;
-      await Promise.allSettled([producer?.then((p) => p.disconnect()), this.connection?.disconnect()]);
-      this.connection = undefined;
-      this.connecting = undefined;
-    }
+    await Promise.allSettled([...this.inFlight]);
+    const producer = this.producer;
+    this.producer = undefined;
+    await Promise.allSettled([producer?.then((p) => p.disconnect()), this.connection?.disconnect()]);
+    this.connection = undefined;
+    this.connecting = undefined;
   }
 
   // ---- internals --------------------------------------------------------------------------------
@@ -458,6 +472,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           transactionalId: pool.idOf(slot),
           transactionTimeout: this.timeoutMs,
           partitioner: this.partitioner,
+          mapFailure: (error, records) =>
+            recordRejection(error, this.name, records) ?? this.asFencedError(error, transaction),
         });
         transaction.transactionalId = started.transactionalId;
         transaction.producerId = started.producerId;

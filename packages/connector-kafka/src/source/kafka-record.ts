@@ -16,6 +16,9 @@ export interface KafkaRecord<K = string, V = string, H = string> {
   readonly timestamp: number;
   readonly key: K | null;
   readonly value: V | null;
-  /** Header values; a header that occurs several times gives an array. */
-  readonly headers: Readonly<Record<string, H | H[]>>;
+  /**
+   * Header values; a header that occurs several times gives an array. A header sent without a value
+   * (Kafka allows a null header value) is `null`, never passed to the headers deserializer.
+   */
+  readonly headers: Readonly<Record<string, H | null | Array<H | null>>>;
 }

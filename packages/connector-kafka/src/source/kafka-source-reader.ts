@@ -24,6 +24,7 @@ import type {
   StoppingOffsets,
 } from "./kafka-source-options.js";
 import { OffsetsResolver, offsetKey } from "./offsets-resolver.js";
+import { PartitionLag } from "./partition-lag.js";
 
 /** The resolved settings a reader runs with (defaults filled in by `KafkaSource`). */
 export interface KafkaSourceReaderConfig<K, V, H> {
@@ -95,6 +96,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private readonly logger: Logger;
   private readonly skipped: Counter;
   private readonly deadLettered: Counter;
+  private readonly lag: PartitionLag;
   private readonly labels: Record<string, string>;
   private deadLetterProducer: Producer | undefined;
   private connected: Promise<void> | undefined;
@@ -115,6 +117,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private autoCommitTimer: NodeJS.Timeout | undefined;
   private lastAutoCommitted = "";
 
+  /** @internal Readers come from {@link KafkaSource.createReader}. */
   constructor(
     private readonly config: KafkaSourceReaderConfig<K, V, H>,
     context: SourceReaderContext,
@@ -129,6 +132,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       subtask: String(context.subtaskIndex),
     };
     this.skipped = context.metrics.counter(MetricNames.recordsSkipped, "Records skipped by a source");
+    this.lag = new PartitionLag(context, config.readCommitted);
     // When the runtime says checkpointing is on, auto-commit never starts (Flink ignores
     // enable.auto.commit with checkpointing too); otherwise the first checkpoint stops it.
     if (context.checkpointingInterval !== undefined) this.checkpointingSeen = true;
@@ -137,6 +141,8 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       MetricNames.recordsDeadLettered,
       "Records written to a dead-letter topic",
     );
+    this.skipped.inc(0, this.labels);
+    this.deadLettered.inc(0, this.labels);
   }
 
   private ensureConnected(): Promise<void> {
@@ -246,6 +252,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       this.bufferedBytes -= freed;
       this.wake();
     }
+    this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
     if (records.length === 0) return undefined;
     return { splitId: state.split.splitId, records, timestamps };
   }
@@ -260,12 +267,12 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       offset: raw.offset.toString(),
     };
     try {
-      const headers: Record<string, H | H[]> = {};
+      const headers: Record<string, H | null | Array<H | null>> = {};
+      const header = (bytes: Buffer | null): H | null =>
+        bytes === null ? null : this.config.headers.deserialize(bytes, context);
       for (const [name, value] of Object.entries(raw.headers)) {
         if (value === undefined) continue;
-        headers[name] = Array.isArray(value)
-          ? value.map((v) => this.config.headers.deserialize(v, context))
-          : this.config.headers.deserialize(value, context);
+        headers[name] = Array.isArray(value) ? value.map(header) : header(value);
       }
       return {
         topic: state.topic,
@@ -309,8 +316,11 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     }
     // Awaited before the position moves past the record, so a checkpoint never skips an unwritten one.
     this.deadLetterProducer ??= await this.connectDeadLetterProducer();
-    const headers: Record<string, Buffer | Buffer[] | string> = {};
-    for (const [name, value] of Object.entries(raw.headers)) if (value !== undefined) headers[name] = value;
+    // kafkajs writes a null header value as Kafka's null (length -1), though its typings omit null.
+    const headers = {} as Record<string, Buffer | Buffer[] | string>;
+    for (const [name, value] of Object.entries(raw.headers)) {
+      if (value !== undefined) headers[name] = value as Buffer | Buffer[];
+    }
     await this.deadLetterProducer.send({
       topic: policy.deadLetterTopic,
       messages: [
@@ -542,7 +552,12 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
 
   private append(result: FetchedPartition): void {
     const state = this.partitions.get(splitIdOf(result.topic, result.partition));
-    if (state === undefined || result.nextOffset <= state.fetchOffset) return;
+    if (state === undefined) return;
+    this.lag.fetched(state.split.splitId, result.highWatermark, result.lastStableOffset);
+    // Nothing buffered for it: the lag moves with the end offset alone.
+    if (state.chunks.length === 0)
+      this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
+    if (result.nextOffset <= state.fetchOffset) return;
     let bytes = 0;
     for (const r of result.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0) + 64;
     state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });

@@ -6,6 +6,7 @@ import {
   type ClaimIncarnationOptions,
   type CompletedCheckpoint,
   ConfigurationError,
+  fencingScopeOf,
   type Logger,
   silentLogger,
   supersededError,
@@ -221,13 +222,14 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
    * it) and refuses a checkpoint of an incarnation older than the scope's newest.
    */
   private async checkNotSuperseded(client: pg.PoolClient, metadata: CheckpointMetadata): Promise<void> {
-    await client.query(
-      "SELECT pg_advisory_xact_lock_shared($1, $2)",
-      this.fenceKey(metadata.jobId, metadata.scope),
-    );
+    // A base checkpoint is fenced with the scope of the process that writes it.
+    const fencing = fencingScopeOf(metadata);
+    await client.query("SELECT pg_advisory_xact_lock_shared($1, $2)", this.fenceKey(metadata.jobId, fencing));
     if (metadata.incarnation === undefined) return;
-    const newest = await this.newestIncarnation(client, metadata.jobId, metadata.scope);
-    if (newest !== undefined && metadata.incarnation < newest) throw supersededError(metadata, newest);
+    const newest = await this.newestIncarnation(client, metadata.jobId, fencing);
+    if (newest !== undefined && metadata.incarnation < newest) {
+      throw supersededError({ ...metadata, scope: fencing }, newest);
+    }
   }
 
   /**

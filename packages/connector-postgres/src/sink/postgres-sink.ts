@@ -2,7 +2,7 @@ import {
   CheckpointError,
   type CommitErrorClassification,
   type FunctionSnapshotContext,
-  OnceflowError,
+  isOnceflowError,
   type SinkContext,
   TransactionError,
   TwoPhaseCommitSink,
@@ -30,12 +30,21 @@ import { StagingMode, stageTableName } from "./staging-mode.js";
 export type { PostgresTransaction } from "./sink-mode.js";
 
 const SINK_ID = /^[A-Za-z0-9_.:]{1,150}$/;
+
+/** Who runs a `sinkId/subtask` in this process: an attempt of one job. */
+interface SinkClaim {
+  readonly token: object;
+  readonly jobId: string;
+  readonly incarnation: number;
+  readonly attemptNumber: number;
+}
+
 /** Sinks of this process, by `sinkId/subtask`: two with the same id would roll back each other's work. */
-const activeSinks = new Map<string, object>();
+const activeSinks = new Map<string, SinkClaim>();
 
 function unregister(attempt: { readonly registered: string; readonly token: object }): void {
   // Only its own entry: a later attempt may have registered the same key meanwhile.
-  if (activeSinks.get(attempt.registered) === attempt.token) activeSinks.delete(attempt.registered);
+  if (activeSinks.get(attempt.registered)?.token === attempt.token) activeSinks.delete(attempt.registered);
 }
 
 /** Only the durable fields go into checkpoints, as JSON (readable with `onceflow checkpoints inspect`). */
@@ -78,7 +87,7 @@ interface Attempt {
  * @example
  * ```ts
  * defaultSinkId("orders", "out"); // "orders.out"
- * defaultSinkId("g2-pg", "out"); // "g2_pg.out_4f1c2a"
+ * defaultSinkId("g2-pg", "out"); // "g2_pg.out_d5bc50"
  * ```
  */
 export function defaultSinkId(jobId: string, operatorUid: string): string {
@@ -104,7 +113,7 @@ export function defaultSinkId(jobId: string, operatorUid: string): string {
  * attempt, names the attempt's gids and staging tables and fences older attempts (zombies).
  *
  * One instance may serve several attempts (an in-process restart reuses it): each attempt opens its
- * own pool and epoch, and `close()` ends them.
+ * own pool and epoch in `openResources`, and `closeResources` (the last step of `close()`) ends them.
  *
  * @example
  * ```ts
@@ -296,40 +305,32 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       return "fatal";
     }
     // RECORD_REJECTED, CONFIGURATION: retrying cannot help.
-    if (error instanceof OnceflowError) return "fatal";
+    if (isOnceflowError(error)) return "fatal";
     if (isTransient(error)) return "retry";
     if (sqlState(error) === SqlState.insufficientPrivilege) return "fatal";
     return "retry";
   }
 
+  /** Starts this attempt before recovery needs it: its registration, its pool (unless given), its epoch. */
+  protected override async openResources(): Promise<void> {
+    await this.ready();
+  }
+
   /**
-   * Aborts the open transaction (as every TwoPhaseCommitSink does), then ends this attempt: its
+   * Ends this attempt after `close()` aborted the open transaction (or after a failed start): its
    * pool (when the sink made it) and its registration. The instance can start again — an
    * in-process restart reuses it — with a new pool and a new epoch. Pending prepared transactions
    * stay prepared: their checkpoint may still complete or be restored.
-   *
-   * @example
-   * ```ts
-   * await sink.close();
-   * ```
    */
-  override async close(): Promise<void> {
-    // First: a close that hangs on a dead connection must not keep the sink id from the next attempt.
-    if (this.attempt !== undefined) unregister(this.attempt);
-    const starting = this.attemptPromise;
-    try {
-      await super.close();
-    } finally {
-      // The abort in super.close() may have started the attempt: end whichever exists.
-      const late = this.attemptPromise ?? starting;
-      this.attemptPromise = undefined;
-      this.attempt = undefined;
-      if (late !== undefined)
-        await late.then(
-          (attempt) => this.endAttempt(attempt),
-          () => undefined,
-        );
-    }
+  protected override async closeResources(): Promise<void> {
+    const attempt = this.attemptPromise;
+    this.attemptPromise = undefined;
+    this.attempt = undefined;
+    if (attempt !== undefined)
+      await attempt.then(
+        (started) => this.endAttempt(started),
+        () => undefined,
+      );
   }
 
   // ---- setup ------------------------------------------------------------------------------------
@@ -358,7 +359,15 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     const sinkId = this.options.sinkId ?? defaultSinkId(context.jobId, context.operatorUid);
     checkSinkId(sinkId);
     const key = `${sinkId}/${context.subtaskIndex}`;
-    if (activeSinks.has(key)) {
+    const holder = activeSinks.get(key);
+    // A newer attempt of the same job takes the id over, however the older one ended: its close
+    // may still hang on a dead connection, and it is fenced by the new epoch anyway.
+    const olderAttemptOfThisJob =
+      holder !== undefined &&
+      holder.jobId === context.jobId &&
+      (holder.incarnation < context.incarnation ||
+        (holder.incarnation === context.incarnation && holder.attemptNumber < context.attemptNumber));
+    if (holder !== undefined && !olderAttemptOfThisJob) {
       throw new PostgresConfigurationError(
         "sinkId",
         PostgresErrorReason.invalidSinkId,
@@ -366,7 +375,12 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       );
     }
     const token = {};
-    activeSinks.set(key, token);
+    activeSinks.set(key, {
+      token,
+      jobId: context.jobId,
+      incarnation: context.incarnation,
+      attemptNumber: context.attemptNumber,
+    });
     try {
       const setup = await startSinkSetup({
         options: this.options,
@@ -513,7 +527,16 @@ function positiveInteger(setting: string, value: number): number {
   return value;
 }
 
-function checkSinkId(sinkId: string): void {
+/**
+ * Checks that a sink id is usable in gids and staging table names (also for the admin functions).
+ *
+ * @throws PostgresConfigurationError `INVALID_SINK_ID`.
+ * @example
+ * ```ts
+ * checkSinkId("orders.out"); // fine; "orders-out" throws
+ * ```
+ */
+export function checkSinkId(sinkId: string): void {
   if (typeof sinkId !== "string" || !SINK_ID.test(sinkId)) {
     throw new PostgresConfigurationError(
       "sinkId",

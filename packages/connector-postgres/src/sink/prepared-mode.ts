@@ -5,7 +5,7 @@ import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postg
 import { copyText } from "../sql/copy-writer.js";
 import { literal } from "../sql/identifiers.js";
 import { errorField, messageOf, SqlState, sqlState } from "../sql/pg-errors.js";
-import { withClient } from "../sql/pool.js";
+import { connectListening, withClient } from "../sql/pool.js";
 import { prepareTransaction } from "../sql/prepared-transactions.js";
 import { insertMarker, markerEpoch } from "./commit-markers.js";
 import type { OpenHandle, OutgoingBatch, PostgresTransaction, SinkMode, SinkSetup } from "./sink-mode.js";
@@ -181,14 +181,14 @@ export class PreparedMode implements SinkMode {
   private async transactionClient(handle: OpenHandle): Promise<PoolClient> {
     if (handle.clientError !== undefined) throw handle.clientError;
     if (handle.client !== undefined) return handle.client;
-    const client = await this.setup.pool.pool.connect();
     // A connection lost while idle in the transaction must fail the transaction, not the process.
     const onError = (error: Error) => {
       handle.clientError ??= error;
     };
-    client.on("error", onError);
+    const client = await connectListening(this.setup.pool.pool, onError);
     handle.detach = () => client.off("error", onError);
     try {
+      if (handle.clientError !== undefined) throw handle.clientError;
       await client.query("BEGIN");
       await client.query(`SET LOCAL lock_timeout = ${this.setup.lockTimeout}`);
     } catch (error) {

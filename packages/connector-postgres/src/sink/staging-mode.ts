@@ -20,7 +20,7 @@ import { upsertStatement } from "./upsert-statement.js";
  *
  * @example
  * ```ts
- * stageTablePrefix("orders.out", 0); // "onceflow_stage_3f2a9c0d1b7e_0_"
+ * stageTablePrefix("orders.out", 0); // "onceflow_stage_d3a2605e5967_0_"
  * ```
  */
 export function stageTablePrefix(sinkId: string, subtask: number): string {
@@ -38,7 +38,7 @@ export function stageTablesPrefix(sinkId: string): string {
  *
  * @example
  * ```ts
- * stageTableName("orders.out", 0, 3, 7); // "onceflow_stage_3f2a9c0d1b7e_0_3_7"
+ * stageTableName("orders.out", 0, 3, 7); // "onceflow_stage_d3a2605e5967_0_3_7"
  * ```
  */
 export function stageTableName(sinkId: string, subtask: number, epoch: number, sequence: number): string {

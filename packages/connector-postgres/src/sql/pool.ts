@@ -100,14 +100,15 @@ export function openPool(options: PostgresConnectionOptions, logger: Logger, set
  * ```
  */
 export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
   let lost: Error | undefined;
   const onError = (error: Error) => {
     lost ??= error;
   };
-  client.on("error", onError);
+  const client = await connectListening(pool, onError);
   let failed = false;
   try {
+    // Lost between the hand-over and now (see connectListening): its own error, not "not queryable".
+    if (lost !== undefined) throw lost;
     const result = await work(client);
     if (lost !== undefined) throw lost;
     return result;
@@ -118,6 +119,32 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
     client.off("error", onError);
     client.release(failed || lost !== undefined ? true : undefined);
   }
+}
+
+/**
+ * Checks a connection out of the pool with `onError` listening from the moment the pool hands it
+ * over. `await pool.connect()` leaves a gap: pg-pool removes its idle listener as it hands a
+ * connection out, and the awaiting caller resumes only after the rest of the current socket read is
+ * parsed. When a new connection's ReadyForQuery and a FATAL (57P01 from `pg_terminate_backend` or a
+ * shutdown) arrive in one read, the error is emitted with no listener and Node ends the process.
+ * The callback form runs in the same tick as the hand-over.
+ *
+ * @example
+ * ```ts
+ * const client = await connectListening(pool, (error) => (lost ??= error));
+ * ```
+ */
+export function connectListening(pool: pg.Pool, onError: (error: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (client === undefined) {
+        reject(error ?? new Error("pg-pool handed out no connection"));
+        return;
+      }
+      client.on("error", onError);
+      resolve(client);
+    });
+  });
 }
 
 function describePool(config: pg.PoolConfig): string {

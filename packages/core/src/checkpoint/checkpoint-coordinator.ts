@@ -1,4 +1,4 @@
-import { CheckpointError, ConfigurationError, OnceflowError } from "../errors/onceflow-error.js";
+import { CheckpointError, ConfigurationError, isOnceflowError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
 import type { Subtask } from "../runtime/subtask.js";
@@ -35,6 +35,8 @@ export interface CheckpointCoordinatorOptions {
   readonly metrics: Metrics;
   /** Called when checkpointing fails beyond `tolerableFailures`: the attempt must fail. */
   readonly onFailure: (error: unknown) => void;
+  /** Called when a checkpoint is stored (completed), with the time it completed (ms since the epoch). */
+  readonly onCompleted?: (checkpointId: number, completedAt: number) => void;
 }
 
 /** How long shutdown waits for a checkpoint in flight to settle, at most. */
@@ -87,6 +89,7 @@ export class CheckpointCoordinator {
   private readonly durations;
   private readonly sizes;
   private readonly lastCompleted;
+  private readonly lastCompletedTimestamp;
   private readonly failures;
 
   constructor(private readonly options: CheckpointCoordinatorOptions) {
@@ -98,7 +101,12 @@ export class CheckpointCoordinator {
       MetricNames.lastCompletedCheckpointId,
       "Last completed checkpoint",
     );
+    this.lastCompletedTimestamp = options.metrics.gauge(
+      MetricNames.lastCompletedCheckpointTimestampSeconds,
+      "When the last checkpoint completed (seconds since the epoch)",
+    );
     this.failures = options.metrics.counter(MetricNames.checkpointFailures, "Failed checkpoints");
+    this.failures.inc(0, { job: options.jobId });
   }
 
   /** The id of the last checkpoint triggered. */
@@ -269,7 +277,7 @@ export class CheckpointCoordinator {
         subtask.notifyCheckpointAborted(checkpointId).catch(() => undefined);
       }
     }
-    const superseded = error instanceof OnceflowError && error.code === "SUPERSEDED";
+    const superseded = isOnceflowError(error) && error.code === "SUPERSEDED";
     if (superseded || !definitive || this.consecutiveFailures > tolerable) {
       this.stop();
       this.options.onFailure(
@@ -374,6 +382,9 @@ export class CheckpointCoordinator {
     this.durations.observe(this.lastCompletedAt - started, { job: this.options.jobId });
     this.sizes.observe(bytes, { job: this.options.jobId });
     this.lastCompleted.set(checkpointId, { job: this.options.jobId });
+    const completedAt = Date.now();
+    this.lastCompletedTimestamp.set(completedAt / 1000, { job: this.options.jobId });
+    this.options.onCompleted?.(checkpointId, completedAt);
     this.options.logger.info(
       { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
       "checkpoint completed",
@@ -453,7 +464,7 @@ export class CheckpointCoordinator {
 }
 
 function isSuperseded(error: unknown): boolean {
-  return error instanceof OnceflowError && error.code === "SUPERSEDED";
+  return isOnceflowError(error) && error.code === "SUPERSEDED";
 }
 
 function messageOf(error: unknown): string {

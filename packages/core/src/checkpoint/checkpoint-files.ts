@@ -203,6 +203,8 @@ function metadataProblem(value: unknown): string | undefined {
   if (value.incarnation !== undefined && !isCount(value.incarnation))
     return "incarnation is not a non-negative integer";
   if (value.lineage !== undefined && !isCount(value.lineage)) return "lineage is not a non-negative integer";
+  if (value.incarnationScope !== undefined && typeof value.incarnationScope !== "string")
+    return "incarnationScope is not a string";
   if (!isRecord(value.summary)) return "summary is not an object";
   if (!Array.isArray(value.subtasks)) return "subtasks is not an array";
   for (const entry of value.subtasks as unknown[]) {

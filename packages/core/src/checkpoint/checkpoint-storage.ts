@@ -46,6 +46,12 @@ export interface CheckpointMetadata {
    */
   readonly incarnation?: number;
   /**
+   * The scope `incarnation` belongs to, when it is not `scope`: a lineage's base checkpoint (scope
+   * `"base"`) is written by a process of its own scope, and is fenced with that scope — so a frozen
+   * process that resumes after a newer one claimed its scope cannot store a base either.
+   */
+  readonly incarnationScope?: string;
+  /**
    * The lineage the checkpoint belongs to: the id of the base checkpoint (scope `"base"`) that the
    * job's current parallelism and deployment shape started from, or 0 for the first lineage, which
    * started empty. Absent means 0. See the restore rule in the core README.
@@ -85,6 +91,11 @@ export interface CompletedCheckpoint {
 export interface CheckpointStorage {
   /** Shown in logs, for example `filesystem:/var/lib/onceflow`. */
   readonly description: string;
+  /**
+   * Stores a completed checkpoint atomically. With `metadata.incarnation` set, it refuses with
+   * `SUPERSEDED` once a newer incarnation of `fencingScopeOf(metadata)` (the `incarnationScope`,
+   * else the `scope`) was claimed — checked atomically with the write.
+   */
   store(checkpoint: CompletedCheckpoint): Promise<void>;
   /** Completed checkpoints of a job, every scope, ordered by checkpoint id then scope. */
   list(jobId: string): Promise<CheckpointMetadata[]>;

@@ -23,6 +23,8 @@ export interface CompletedCheckpointOptions {
   readonly summary?: Readonly<Record<string, unknown>>;
   /** The writer's incarnation (see `CheckpointStorage.claimIncarnation`); stores fence on it. */
   readonly incarnation?: number;
+  /** The writer's scope when it is not `scope` (a base checkpoint); see `CheckpointMetadata`. */
+  readonly incarnationScope?: string;
   /** The lineage (base checkpoint id, 0 for the first lineage). */
   readonly lineage?: number;
 }
@@ -54,6 +56,7 @@ export function createCompletedCheckpoint(options: CompletedCheckpointOptions): 
     isFinal: options.isFinal ?? false,
     summary: options.summary ?? {},
     ...(options.incarnation === undefined ? {} : { incarnation: options.incarnation }),
+    ...(options.incarnationScope === undefined ? {} : { incarnationScope: options.incarnationScope }),
     ...(options.lineage === undefined ? {} : { lineage: options.lineage }),
   };
   return { metadata, subtaskStates: options.subtaskStates };

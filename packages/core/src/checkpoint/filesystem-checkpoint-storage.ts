@@ -19,7 +19,7 @@ import type {
   ClaimIncarnationOptions,
   CompletedCheckpoint,
 } from "./checkpoint-storage.js";
-import { supersededError } from "./incarnation.js";
+import { fencingScopeOf, supersededError } from "./incarnation.js";
 
 /** The name of the metadata file in a checkpoint folder. */
 export const METADATA_FILE_NAME = "_metadata.json";
@@ -201,7 +201,12 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       const stagingDir =
         metadata.incarnation === undefined
           ? scopeDir
-          : await this.stagingOf(metadata.jobId, metadata.scope, metadata.incarnation, checkpointId);
+          : await this.stagingOf(
+              metadata.jobId,
+              fencingScopeOf(metadata),
+              metadata.incarnation,
+              checkpointId,
+            );
       tempDir = await mkdtemp(join(stagingDir, `${TEMP_PREFIX}${checkpointId}-`)).catch(
         async (error: unknown) => {
           throw await this.fencedOr(metadata, error);
@@ -550,8 +555,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       STAGING_DIR,
     );
     if (await exists(staging)) return error;
-    const newest = newestIncarnationOf(await this.readIncarnations(metadata.jobId), metadata.scope);
-    return supersededError(metadata, newest ?? metadata.incarnation);
+    const fencing = fencingScopeOf(metadata);
+    const newest = newestIncarnationOf(await this.readIncarnations(metadata.jobId), fencing);
+    return supersededError({ ...metadata, scope: fencing }, newest ?? metadata.incarnation);
   }
 
   private scopeDirectory(jobId: string, scope: string): string {

@@ -11,6 +11,19 @@ import type { CheckpointMetadata } from "./checkpoint-storage.js";
  * if (metadata.incarnation < newest) throw supersededError(metadata, newest);
  * ```
  */
+/**
+ * The scope whose incarnations fence a checkpoint's store: its `incarnationScope` (a base checkpoint's
+ * writer), else its own scope.
+ *
+ * @example
+ * ```ts
+ * fencingScopeOf({ scope: "base", incarnationScope: "all" }); // "all"
+ * ```
+ */
+export function fencingScopeOf(metadata: Pick<CheckpointMetadata, "scope" | "incarnationScope">): string {
+  return metadata.incarnationScope ?? metadata.scope;
+}
+
 export function supersededError(
   at: Pick<CheckpointMetadata, "jobId" | "scope"> & {
     readonly checkpointId?: number;

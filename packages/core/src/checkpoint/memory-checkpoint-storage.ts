@@ -14,7 +14,7 @@ import type {
   ClaimIncarnationOptions,
   CompletedCheckpoint,
 } from "./checkpoint-storage.js";
-import { supersededError } from "./incarnation.js";
+import { fencingScopeOf, supersededError } from "./incarnation.js";
 
 interface StoredCheckpoint {
   /** Kept as JSON so every reader gets its own copy, as from the filesystem. */
@@ -44,9 +44,10 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
     const metadataJson = validateCheckpointForStore(checkpoint);
     const { metadata } = checkpoint;
     // Checked in the same synchronous step as the write: a claim cannot slip in between.
-    const newest = this.newestIncarnation.get(`${metadata.jobId}/${metadata.scope}`);
+    const fencing = fencingScopeOf(metadata);
+    const newest = this.newestIncarnation.get(`${metadata.jobId}/${fencing}`);
     if (metadata.incarnation !== undefined && newest !== undefined && metadata.incarnation < newest) {
-      throw supersededError(metadata, newest);
+      throw supersededError({ ...metadata, scope: fencing }, newest);
     }
     const key = keyOf(metadata.jobId, metadata.scope, metadata.checkpointId);
     if (this.checkpoints.has(key)) {

@@ -7,7 +7,9 @@ import { formatError } from "../errors/format-error.js";
 import { addCheckpointsCommands } from "./commands/checkpoints.js";
 import { addDemoCommand } from "./commands/demo.js";
 import { addRunCommand } from "./commands/run.js";
+import { addUiCommand } from "./commands/ui.js";
 import { type CliIo, processIo } from "./io.js";
+import type { PrometheusModule } from "./load-prometheus.js";
 
 /** Replaceable parts of the CLI, for tests. */
 export interface CliOptions {
@@ -16,6 +18,8 @@ export interface CliOptions {
   readonly importModule?: (url: string) => Promise<Record<string, unknown>>;
   /** The demo of `demo` (default: `runDemo` from the demo folder). */
   readonly runDemo?: (options: DemoOptions) => Promise<unknown>;
+  /** Imports the prom-client adapter for `run --metrics-port` (default: `import()` of it). */
+  readonly importPrometheus?: () => Promise<PrometheusModule>;
 }
 
 /**
@@ -49,9 +53,11 @@ export function createCli(options: CliOptions = {}): Command {
     program,
     io,
     options.importModule ?? ((url) => import(url) as Promise<Record<string, unknown>>),
+    options.importPrometheus,
   );
   addCheckpointsCommands(program, io);
   addDemoCommand(program, io, options.runDemo);
+  addUiCommand(program, io);
   return program;
 }
 

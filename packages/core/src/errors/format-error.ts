@@ -1,4 +1,4 @@
-import { OnceflowError } from "./onceflow-error.js";
+import { isOnceflowError } from "./onceflow-error.js";
 
 /**
  * One line for a failure: `error [CODE]: message`, with the causes' messages when they add something.
@@ -9,7 +9,7 @@ import { OnceflowError } from "./onceflow-error.js";
  * ```
  */
 export function formatError(error: unknown): string {
-  if (error instanceof OnceflowError) {
+  if (isOnceflowError(error)) {
     let line = `error [${error.code}]: ${error.message}`;
     let cause: unknown = error.cause;
     for (let depth = 0; cause instanceof Error && depth < 3; depth += 1) {

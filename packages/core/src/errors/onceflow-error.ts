@@ -4,7 +4,7 @@
  * @example
  * ```ts
  * try { await job.execute(); } catch (error) {
- *   if (error instanceof OnceflowError && error.code === "TRANSACTION_TIMED_OUT") alertOnDataLoss(error);
+ *   if (isOnceflowError(error) && error.code === "TRANSACTION_TIMED_OUT") alertOnDataLoss(error);
  * }
  * ```
  */
@@ -55,8 +55,27 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export type ErrorDetails = Readonly<Record<string, unknown>>;
 
 /**
+ * The brand every {@link OnceflowError} carries, registered with `Symbol.for`: the same symbol in
+ * every copy of `@onceflow/core` loaded in one process (its ESM and CommonJS builds, or two
+ * versions), so errors are recognised whichever copy created them.
+ *
+ * @example
+ * ```ts
+ * (error as Record<symbol, unknown>)[ONCEFLOW_ERROR_BRAND] === true; // what isOnceflowError checks
+ * ```
+ */
+export const ONCEFLOW_ERROR_BRAND: unique symbol = Symbol.for("onceflow.error");
+
+/**
  * The base of every error onceflow throws on purpose. It has a stable {@link ErrorCode}, an optional
  * `cause`, and `details` for the facts a handler needs.
+ *
+ * One process may load two copies of `@onceflow/core` (an app that `require`s it while a dependency
+ * `import`s it): every copy's errors carry the {@link ONCEFLOW_ERROR_BRAND}, and
+ * `error instanceof OnceflowError` checks that brand, so it holds for an error of either copy.
+ * `instanceof` a subclass (`ConfigurationError`, `TransactionError` …) stays the ordinary prototype
+ * check, true for that copy's errors only: match on `code` (or {@link isOnceflowError} and `code`)
+ * when copies may mix.
  *
  * @example
  * ```ts
@@ -77,6 +96,46 @@ export class OnceflowError extends Error {
     this.code = code;
     this.details = options.details ?? {};
   }
+
+  /**
+   * `value instanceof OnceflowError` is true for errors of every copy of `@onceflow/core` in the
+   * process (the brand); `instanceof` a subclass is the ordinary prototype check.
+   */
+  static override [Symbol.hasInstance](
+    this: abstract new (
+      ...args: never[]
+    ) => unknown,
+    value: unknown,
+  ): boolean {
+    // `this` is the class `instanceof` was asked about: OnceflowError itself, or a subclass.
+    // biome-ignore lint/complexity/noThisInStatic: the class in question, not OnceflowError
+    if (this === OnceflowError) return isOnceflowError(value);
+    // biome-ignore lint/complexity/noThisInStatic: a subclass keeps the prototype check
+    return Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+}
+
+Object.defineProperty(OnceflowError.prototype, ONCEFLOW_ERROR_BRAND, { value: true });
+
+/**
+ * Whether `value` is an {@link OnceflowError} of any copy of `@onceflow/core` loaded in this process
+ * (ESM or CommonJS, any version that has the brand): it checks the {@link ONCEFLOW_ERROR_BRAND}, not
+ * the prototype. Narrowed, `code`, `details` and `cause` can be read.
+ *
+ * @example
+ * ```ts
+ * try { await job.execute(); } catch (error) {
+ *   if (isOnceflowError(error) && error.code === "JOB_FAILED") console.error(error.cause);
+ * }
+ * ```
+ */
+export function isOnceflowError(value: unknown): value is OnceflowError {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[ONCEFLOW_ERROR_BRAND] === true &&
+    typeof (value as { code?: unknown }).code === "string"
+  );
 }
 
 /**
@@ -188,7 +247,7 @@ export class DeserializationError extends OnceflowError {
  * ```
  */
 export function asOnceflowError(error: unknown, code: ErrorCode = "USER_FUNCTION_FAILED"): OnceflowError {
-  if (error instanceof OnceflowError) return error;
+  if (isOnceflowError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new OnceflowError(code, message, { cause: error });
 }

@@ -37,6 +37,13 @@ export interface Metrics {
   counter(name: string, help: string): Counter;
   gauge(name: string, help: string): Gauge;
   histogram(name: string, help: string): Histogram;
+  /**
+   * Optional: calls `refresh` right before the metric `name` is read (a scrape), so that a gauge
+   * that changes with time alone (an age) is current when read. Returns a function that stops it.
+   * A registry that is never read on demand leaves it out; such a gauge then holds the value of its
+   * last `set` (onceflow also sets it whenever what it measures changes).
+   */
+  onCollect?(name: string, refresh: () => void): () => void;
 }
 
 /**
@@ -51,6 +58,7 @@ export const MetricNames = {
   checkpointDurationMs: "onceflow_checkpoint_duration_ms",
   checkpointSizeBytes: "onceflow_checkpoint_size_bytes",
   lastCompletedCheckpointId: "onceflow_last_completed_checkpoint_id",
+  lastCompletedCheckpointTimestampSeconds: "onceflow_last_completed_checkpoint_timestamp_seconds",
   checkpointFailures: "onceflow_checkpoint_failures_total",
   restarts: "onceflow_restarts_total",
   recordsIn: "onceflow_records_in_total",
@@ -59,6 +67,10 @@ export const MetricNames = {
   recordsDeadLettered: "onceflow_records_dead_lettered_total",
   commitRetries: "onceflow_commit_retries_total",
   lateRecordsDropped: "onceflow_late_records_dropped_total",
+  sinkPendingTransactions: "onceflow_sink_pending_transactions",
+  sinkOldestPendingTransactionAgeSeconds: "onceflow_sink_oldest_pending_transaction_age_seconds",
+  sinkCommitDurationMs: "onceflow_sink_commit_duration_ms",
+  sourceLagRecords: "onceflow_source_lag_records",
 } as const;
 
 const noop = { inc() {}, set() {}, observe() {} };
@@ -79,7 +91,10 @@ export const noopMetrics: Metrics = {
 
 /** What {@link createMemoryMetrics} keeps per metric name: the sum (counters), last value (gauges) or all observations (histograms). */
 export interface MemoryMetrics extends Metrics {
-  /** The counter's total or the gauge's last value over all label sets; 0 when never reported. */
+  /**
+   * The counter's total or the gauge's last value over all label sets; 0 when never reported.
+   * Runs the metric's `onCollect` refreshes first, as a scrape would.
+   */
   read(name: string): number;
   /** Every observation of a histogram, in order. */
   observations(name: string): number[];
@@ -98,6 +113,7 @@ export interface MemoryMetrics extends Metrics {
 export function createMemoryMetrics(): MemoryMetrics {
   const values = new Map<string, number>();
   const histograms = new Map<string, number[]>();
+  const refreshes = new Map<string, Set<() => void>>();
   return {
     counter: (name) => ({ inc: (value = 1) => values.set(name, (values.get(name) ?? 0) + value) }),
     gauge: (name) => ({ set: (value) => values.set(name, value) }),
@@ -106,7 +122,18 @@ export function createMemoryMetrics(): MemoryMetrics {
       histograms.set(name, list);
       return { observe: (value) => list.push(value) };
     },
-    read: (name) => values.get(name) ?? 0,
+    onCollect: (name, refresh) => {
+      const set = refreshes.get(name) ?? new Set<() => void>();
+      refreshes.set(name, set);
+      // A wrapper per registration, so registering the same function twice stops independently.
+      const entry = (): void => refresh();
+      set.add(entry);
+      return () => set.delete(entry);
+    },
+    read: (name) => {
+      for (const refresh of refreshes.get(name) ?? []) refresh();
+      return values.get(name) ?? 0;
+    },
     observations: (name) => [...(histograms.get(name) ?? [])],
   };
 }

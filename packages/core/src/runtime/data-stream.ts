@@ -57,6 +57,7 @@ export type KeyedProcessFunctionFactory<K, IN, OUT> = (context: {
 export class DataStream<T> {
   /** @internal */
   constructor(
+    /** @internal */
     protected readonly graph: StreamGraph,
     /** @internal */
     readonly node: StreamNode,

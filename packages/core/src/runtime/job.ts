@@ -4,12 +4,14 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import type { CheckpointingOptions } from "../checkpoint/checkpointing-options.js";
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
-import { ConfigurationError, OnceflowError } from "../errors/onceflow-error.js";
+import { ConfigurationError, isOnceflowError, OnceflowError } from "../errors/onceflow-error.js";
 import { type Logger, silentLogger } from "../observability/logger.js";
 import { MetricNames, type Metrics, noopMetrics } from "../observability/metrics.js";
+import { teeMetrics } from "../observability/tee-metrics.js";
 import type { Source, SourceSplit } from "../source/source.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
+import { type JobStatus, JobStatusTracker } from "./job-status.js";
 import { SourceOperator } from "./operators/source-operator.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
 import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controller.js";
@@ -18,6 +20,7 @@ import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
+import { validateJobOptions } from "./validate-job-options.js";
 
 /**
  * Settings of a {@link Job}.
@@ -122,7 +125,7 @@ export class Job {
   private readonly graph = new StreamGraph();
   private readonly options: JobOptions;
   private readonly logger: Logger;
-  private readonly metrics: Metrics;
+  private metrics: Metrics;
   private readonly parallelism: number;
   private readonly localSubtasks: readonly number[];
   private storage: CheckpointStorage | undefined;
@@ -130,6 +133,7 @@ export class Job {
   private requestStop: (() => void) | undefined;
   private running = false;
   private coordinator: CheckpointCoordinator | undefined;
+  private readonly tracker: JobStatusTracker;
 
   constructor(options: JobOptions) {
     this.options = options;
@@ -142,6 +146,54 @@ export class Job {
       options.subtaskIndex === undefined
         ? Array.from({ length: this.parallelism }, (_, index) => index)
         : [options.subtaskIndex];
+    this.tracker = new JobStatusTracker(
+      options.jobId,
+      this.localSubtasks,
+      options.checkpointing ? options.checkpointing.interval : undefined,
+    );
+  }
+
+  /**
+   * Where the job is now: its state, last completed checkpoint and subtask loops — what health
+   * checks and dashboards read (see `JobStatus`).
+   *
+   * @example
+   * ```ts
+   * const { state, lastCompletedCheckpoint } = job.status();
+   * ```
+   */
+  status(): JobStatus {
+    return this.tracker.status();
+  }
+
+  /**
+   * The checkpoint storage the job uses (undefined with checkpointing off): for tools that read
+   * its checkpoints while it runs, such as the dashboard.
+   *
+   * @example
+   * ```ts
+   * const storage = job.checkpointStorage();
+   * ```
+   */
+  checkpointStorage(): CheckpointStorage | undefined {
+    this.storage ??= this.resolveStorage();
+    return this.storage;
+  }
+
+  /**
+   * Reports metrics to `metrics` too, besides the registry in the job's options (before
+   * `execute()`): how a launcher such as `onceflow run --metrics-port` adds its registry to a job
+   * it did not build.
+   *
+   * @example
+   * ```ts
+   * job.attachMetrics(prometheusMetrics({ registry }));
+   * await job.execute();
+   * ```
+   */
+  attachMetrics(metrics: Metrics): void {
+    if (this.running) throw new ConfigurationError("attachMetrics", "must be called before execute()");
+    this.metrics = this.metrics === noopMetrics ? metrics : teeMetrics(this.metrics, metrics);
   }
 
   /** Starts a stream from a source. */
@@ -166,6 +218,7 @@ export class Job {
    */
   stop(): void {
     this.stopRequested = true;
+    this.tracker.stopping();
     this.requestStop?.();
   }
 
@@ -176,9 +229,12 @@ export class Job {
       throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
     }
     this.running = true;
+    this.tracker.started();
     const removeSignalHandlers = this.options.handleSignals ? this.installSignalHandlers() : () => {};
     const restarts = new RestartController(this.options.restartStrategy ?? DEFAULT_RESTART_STRATEGY);
     const restartCounter = this.metrics.counter(MetricNames.restarts, "Job restarts");
+    // Counters start at 0 so that the series exists (and `increase()` works) before the first event.
+    restartCounter.inc(0, { job: this.jobId });
     let attempt = 0;
     const lineageOfAttempts: AttemptLineage = {
       incarnation: undefined,
@@ -190,6 +246,7 @@ export class Job {
       for (;;) {
         try {
           const outcome = await this.runAttempt(attempt, lineageOfAttempts);
+          this.tracker.enter("finished");
           return {
             jobId: this.jobId,
             ...outcome,
@@ -199,6 +256,7 @@ export class Job {
         } catch (error) {
           const permanent = permanentFailureIn(error);
           if (permanent !== undefined) {
+            this.tracker.attemptFailed(permanent, true);
             this.logger.error(
               { attempt, err: error },
               "job attempt failed for good: a restart cannot fix this",
@@ -206,6 +264,7 @@ export class Job {
             throw permanent;
           }
           const delay = this.stopRequested ? undefined : restarts.onFailure(performance.now());
+          this.tracker.attemptFailed(error, delay === undefined);
           this.logger.error({ attempt, err: error, restartIn: delay }, "job attempt failed");
           if (delay === undefined) {
             throw new OnceflowError(
@@ -267,10 +326,12 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
+    this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
     // failover after a savepoint restore), never back to the named one.
     const plan = await this.planRestore(
       scope,
+      incarnation,
       runsAll,
       attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
     );
@@ -320,11 +381,14 @@ export class Job {
         logger: this.logger,
         metrics: this.metrics,
         onFailure: failAttempt,
+        onCompleted: (checkpointId, completedAt) =>
+          this.tracker.checkpointCompleted(checkpointId, completedAt),
       });
       coordinatorRef.current = coordinator;
       this.coordinator = coordinator;
       for (const subtask of subtasks) loops.push(subtask.run().catch((error: unknown) => failAttempt(error)));
       coordinator.start();
+      this.tracker.running(plan.checkpointId, () => subtasks.map((subtask) => subtask.liveness()));
       const stopped = new Promise<"stop">((resolve) => {
         this.requestStop = () => resolve("stop");
         if (this.stopRequested) resolve("stop");
@@ -333,6 +397,7 @@ export class Job {
         () => "end-of-input" as const,
       );
       const endedBy = await Promise.race([inputEnded, stopped, failed]);
+      this.tracker.enter("stopping");
       if (endedBy === "stop")
         await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
       const lastCheckpointId = await Promise.race([coordinator.finalCheckpoint(), failed]);
@@ -343,6 +408,7 @@ export class Job {
       await this.shutdown(subtasks, loops, coordinatorRef.current);
       throw error;
     } finally {
+      this.tracker.attemptEnded();
       this.requestStop = undefined;
       this.coordinator = undefined;
       const coordinator = coordinatorRef.current;
@@ -373,6 +439,7 @@ export class Job {
 
   private async planRestore(
     scope: string,
+    incarnation: number,
     runsAllSubtasks: boolean,
     setting: RestoreSetting,
   ): Promise<RestorePlan> {
@@ -392,6 +459,7 @@ export class Job {
       storage: this.storage,
       jobId: this.jobId,
       scope,
+      incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
       setting,
       sources,
@@ -430,13 +498,26 @@ export class Job {
       byNode.set(node.id, operator);
       operators.push(operator);
     }
-    for (const operator of operators) await operator.initialize(environment, restored?.[operator.uid]);
-    const sources = operators.filter(
-      (operator): operator is SourceOperator => operator instanceof SourceOperator,
-    );
-    const subtask = new Subtask(subtaskIndex, operators, sources, logger);
-    await subtask.initialize();
-    return subtask;
+    // A subtask that fails to start is never closed by shutdown(): close here what did start, so
+    // that their open transactions are aborted and their connections released (a sink's
+    // closeResources runs once per attempt on every path).
+    const initialized: StreamOperator[] = [];
+    try {
+      for (const operator of operators) {
+        await operator.initialize(environment, restored?.[operator.uid]);
+        initialized.push(operator);
+      }
+      const sources = operators.filter(
+        (operator): operator is SourceOperator => operator instanceof SourceOperator,
+      );
+      const subtask = new Subtask(subtaskIndex, operators, sources, logger);
+      await subtask.initialize();
+      return subtask;
+    } catch (error) {
+      // Subtask.close never throws, logs failures and gives up a close that hangs.
+      await new Subtask(subtaskIndex, initialized, [], logger).close();
+      throw error;
+    }
   }
 
   private resolveStorage(): CheckpointStorage | undefined {
@@ -499,7 +580,7 @@ interface AttemptLineage {
 function permanentFailureIn(error: unknown): OnceflowError | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
-    if (current instanceof OnceflowError && PERMANENT_CODES.has(current.code)) return current;
+    if (isOnceflowError(current) && PERMANENT_CODES.has(current.code)) return current;
     current = current.cause;
   }
   return undefined;
@@ -522,50 +603,4 @@ function resolveCheckpointing(
     tolerableFailures: options.tolerableFailures ?? 0,
     retained: options.retained ?? 3,
   };
-}
-
-function validateJobOptions(options: JobOptions, parallelism: number): void {
-  if (typeof options.jobId !== "string" || !/^[A-Za-z0-9._-]+$/.test(options.jobId)) {
-    throw new ConfigurationError(
-      "jobId",
-      `must be letters, digits, '.', '_' or '-', got ${JSON.stringify(options.jobId)}`,
-    );
-  }
-  if (!Number.isInteger(parallelism) || parallelism < 1) {
-    throw new ConfigurationError("parallelism", `must be a whole number ≥ 1, got ${parallelism}`);
-  }
-  const { subtaskIndex } = options;
-  if (
-    subtaskIndex !== undefined &&
-    !(Number.isInteger(subtaskIndex) && subtaskIndex >= 0 && subtaskIndex < parallelism)
-  ) {
-    throw new ConfigurationError(
-      "subtaskIndex",
-      `must be a whole number from 0 to ${parallelism - 1}, got ${subtaskIndex}`,
-    );
-  }
-  const checkpointing = options.checkpointing;
-  if (!checkpointing) return;
-  const positive = (setting: string, value: number | undefined, minimum: number): void => {
-    if (value !== undefined && !(Number.isFinite(value) && value >= minimum)) {
-      throw new ConfigurationError(`checkpointing.${setting}`, `must be a number ≥ ${minimum}, got ${value}`);
-    }
-  };
-  if (checkpointing.interval === undefined) {
-    throw new ConfigurationError(
-      "checkpointing.interval",
-      "is required (milliseconds between checkpoints), e.g. 1000",
-    );
-  }
-  positive("interval", checkpointing.interval, 10);
-  positive("timeout", checkpointing.timeout, 1);
-  positive("minPauseBetween", checkpointing.minPauseBetween, 0);
-  positive("tolerableFailures", checkpointing.tolerableFailures, 0);
-  positive("retained", checkpointing.retained, 1);
-  if (checkpointing.maxConcurrent !== undefined && checkpointing.maxConcurrent !== 1) {
-    throw new ConfigurationError(
-      "checkpointing.maxConcurrent",
-      `only 1 is supported (one checkpoint in flight, as Flink's default), got ${checkpointing.maxConcurrent}`,
-    );
-  }
 }

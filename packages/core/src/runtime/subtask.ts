@@ -15,6 +15,26 @@ export interface SubtaskSnapshot {
 
 type Mail = () => Promise<void>;
 
+/**
+ * Whether a subtask's loop is alive: when it last began a step or woke up, and whether it is
+ * waiting now (for input, mail or a timer) rather than busy in a step. Reported as
+ * `JobStatus.subtasks` (type `SubtaskStatus`).
+ *
+ * @example
+ * ```ts
+ * const stuck = (s: SubtaskLiveness) => !s.waiting && !s.ended && Date.now() - s.lastProgressAt > 60_000;
+ * ```
+ */
+export interface SubtaskLiveness {
+  readonly index: number;
+  /** When the loop last began a step or woke up (ms since the epoch). */
+  readonly lastProgressAt: number;
+  /** True while the loop waits with nothing to do: alive however long it waits. */
+  readonly waiting: boolean;
+  /** True once the loop has ended (the attempt is shutting down). */
+  readonly ended: boolean;
+}
+
 // Yield to the event loop at least this often, so timers and I/O (checkpoint triggers) get a turn.
 const YIELD_INTERVAL_MS = 5;
 const CLOSE_TIMEOUT_MS = 10_000;
@@ -35,6 +55,9 @@ export class Subtask {
   private readonly abortedDelivered = new Set<number>();
   /** The highest checkpoint whose completion every operator has been told of. */
   private completeDelivered = 0;
+  private lastProgressAt = Date.now();
+  private waiting = false;
+  private loopEnded = false;
 
   constructor(
     readonly index: number,
@@ -46,6 +69,16 @@ export class Subtask {
     this.endOfInput = new Promise((resolve) => {
       this.resolveEndOfInput = resolve;
     });
+  }
+
+  /** Whether the loop is alive (for the job's status and health checks). */
+  liveness(): SubtaskLiveness {
+    return {
+      index: this.index,
+      lastProgressAt: this.lastProgressAt,
+      waiting: this.waiting,
+      ended: this.loopEnded,
+    };
   }
 
   /** Resolves once every source has finished and every operator's `finish` has run. */
@@ -180,8 +213,17 @@ export class Subtask {
 
   /** The loop. Rejects with the first failure of any operator. */
   async run(): Promise<void> {
+    try {
+      await this.loop();
+    } finally {
+      this.loopEnded = true;
+    }
+  }
+
+  private async loop(): Promise<void> {
     let lastYield = Date.now();
     while (!this.terminated || this.mailbox.length > 0) {
+      this.lastProgressAt = Date.now();
       const mail = this.mailbox.shift();
       if (mail) {
         await mail();
@@ -245,7 +287,13 @@ export class Subtask {
         }),
       );
     }
-    await Promise.race(waits);
+    this.waiting = true;
+    try {
+      await Promise.race(waits);
+    } finally {
+      this.waiting = false;
+      this.lastProgressAt = Date.now();
+    }
     if (timer) clearTimeout(timer);
     this.wakeUp = undefined;
   }

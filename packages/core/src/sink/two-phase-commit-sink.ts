@@ -9,7 +9,8 @@ import type {
 import {
   CheckpointError,
   ConfigurationError,
-  OnceflowError,
+  isOnceflowError,
+  type OnceflowError,
   RecoveryError,
   TransactionError,
 } from "../errors/onceflow-error.js";
@@ -18,6 +19,7 @@ import { type Counter, MetricNames } from "../observability/metrics.js";
 import { defaultSerializerFor, type TypeSerializer } from "../state/serializer.js";
 import type { ListState } from "../state/state.js";
 import type { Sink, SinkContext } from "./sink.js";
+import { SinkTransactionMetrics } from "./sink-transaction-metrics.js";
 
 /**
  * What a failed commit means, as told by {@link TwoPhaseCommitSink.classifyCommitError}:
@@ -154,7 +156,9 @@ interface TransactionHolder<TXN> {
   bytes: Buffer | undefined;
 }
 
-const stateName = "pending-transactions";
+/** The union list state a TwoPhaseCommitSink keeps its transactions in (read by `readHarnessTransactions`). */
+export const TRANSACTION_STATE_NAME = "pending-transactions";
+const stateName = TRANSACTION_STATE_NAME;
 
 const retryDefaults = { maxAttempts: 5, initialDelay: 100, maxDelay: 10_000, multiplier: 2 } as const;
 
@@ -175,6 +179,17 @@ const retryDefaults = { maxAttempts: 5, initialDelay: 100, maxDelay: 10_000, mul
  * | `recoverAndCommit(txn)` / `recoverAndAbort(txn)` | after a restore, from another process (defaults: `commit` / `abort`) |
  * | `finishRecoveringTransactions()` | once in `initializeState`, after recovery: clean up what a crashed attempt left |
  * | `classifyCommitError(error, txn)` | a commit failed: retry, timed out, fenced or fatal |
+ * | `openResources(context)` | once per attempt, first thing in `initializeState`: open connections, pools, clients |
+ * | `closeResources()` | once per attempt, last thing: close what `openResources` opened |
+ *
+ * Resources — Flink's `RichFunction.open`/`close`: an attempt runs, per subtask,
+ * `openResources` → recovery (`recoverAndCommit`, `recoverAndAbort`, `finishRecoveringTransactions`)
+ * → `beginTransaction` → records and checkpoints → `close()`: the abort of the open transaction →
+ * `closeResources`. `closeResources` runs exactly once per attempt that called `openResources`,
+ * whichever way the attempt ends: `close()` after success or failure (also when an abort in it
+ * throws), a failure of `initializeState` itself (recovery, or `openResources` — so it must cope
+ * with a half-open state), or a reused instance starting its next attempt without a `close()`.
+ * It does not run after a SIGKILL (nothing does); the external system drops the connections.
  *
  * The protocol, per subtask:
  *
@@ -231,7 +246,10 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private latestCheckpointId = 0;
   private recoveredSubtasks: readonly number[] = [];
   private commitRetries: Counter | undefined;
+  private transactionMetrics: SinkTransactionMetrics | undefined;
   private closed = false;
+  /** Between `openResources` and `closeResources` of an attempt. */
+  private resourcesOpen = false;
   /** Background commits: the one running (never rejects), its failure, and whether input ended. */
   private committing: Promise<void> | undefined;
   private commitFailure: unknown;
@@ -312,6 +330,39 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * checkpoint id (0 on a fresh start). Default: nothing.
    */
   protected finishRecoveringTransactions(): Promise<void> | void {}
+
+  /**
+   * Opens what the sink needs to reach the external system — a connection pool, a client — once
+   * per attempt, as the first thing in `initializeState`, before any recovery or transaction step
+   * (Flink's `RichFunction.open`). {@link TwoPhaseCommitSink.runtimeContext} is available. Store
+   * what it opens on the instance; {@link TwoPhaseCommitSink.closeResources} closes it. If it
+   * throws, the attempt fails and `closeResources` still runs. Default: nothing.
+   *
+   * @example
+   * ```ts
+   * protected override async openResources(context: RuntimeContext) {
+   *   this.pool = new Pool({ connectionString: this.url, application_name: `${context.jobId}-${context.subtaskIndex}` });
+   * }
+   * ```
+   */
+  protected openResources(_context: RuntimeContext): Promise<void> | void {}
+
+  /**
+   * Closes what {@link TwoPhaseCommitSink.openResources} opened, exactly once per attempt, after
+   * everything else of the attempt (the abort of the open transaction in `close()`, or a failed
+   * `initializeState`) — Flink's `RichFunction.close`. Runs even when the abort failed or
+   * `openResources` threw half-way, so check what exists. Its error is thrown by `close()` (after
+   * the rest of `close()` ran). Do not override `close()` itself: override this. Default: nothing.
+   *
+   * @example
+   * ```ts
+   * protected override async closeResources() {
+   *   await this.pool?.end();
+   *   this.pool = undefined;
+   * }
+   * ```
+   */
+  protected closeResources(): Promise<void> | void {}
 
   /** A short printable id of the transaction, for logs and errors. Default: its JSON, shortened. */
   protected describeTransaction(transaction: TXN): string {
@@ -423,7 +474,9 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   // ---- the protocol (called by the runtime; do not override) ----------------------------------
 
   /**
-   * Registers the state, recovers restored transactions and begins the first transaction.
+   * Opens the attempt's resources ({@link TwoPhaseCommitSink.openResources}), registers the state,
+   * recovers restored transactions and begins the first transaction. If any of it fails, the
+   * resources are closed ({@link TwoPhaseCommitSink.closeResources}) before the error is thrown.
    *
    * @example
    * ```ts
@@ -435,6 +488,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     // (its pending transactions belong to checkpoints that the restored state knows, or that failed).
     // A commit of the failed attempt may still run in the background: let it end first.
     await this.committing;
+    // An earlier attempt on this instance that never closed: its resources go before new ones open.
+    if (this.resourcesOpen) await this.releaseResources().catch(() => undefined);
     this.committing = undefined;
     this.commitFailure = undefined;
     this.finishing = false;
@@ -446,6 +501,26 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const restoredCheckpointId = context.isRestored() ? (context.getRestoredCheckpointId() ?? 0) : 0;
     this.latestCheckpointId = restoredCheckpointId;
     this.bindContext(context);
+    this.transactionMetrics?.close();
+    this.transactionMetrics = new SinkTransactionMetrics(context, () =>
+      this.pending.map((holder) => holder.startedAt),
+    );
+    this.resourcesOpen = true;
+    try {
+      await this.openResources(context);
+      await this.recoverAndBegin(context, restoredCheckpointId);
+    } catch (error) {
+      // The attempt ends here: no close() may follow (the runtime closes only what started).
+      await this.releaseResources().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** `initializeState` after the resources are open: recovery, then the first transaction. */
+  private async recoverAndBegin(
+    context: FunctionInitializationContext,
+    restoredCheckpointId: number,
+  ): Promise<void> {
     const state = context
       .getOperatorStateStore()
       .getUnionListState<TransactionStateEntry>({ name: stateName });
@@ -470,6 +545,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       );
       // Kept as pending until committed, so a failure here leaves nothing half-forgotten.
       this.pending = pending;
+      this.transactionMetrics?.update();
       await this.commitUpTo(Number.POSITIVE_INFINITY, true);
       for (const holder of open) {
         try {
@@ -566,6 +642,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     this.snapshotIds.push(checkpointId);
     // Ids only grow, but keep the order right even if a coordinator retries an id.
     this.pending.sort((a, b) => a.checkpointId - b.checkpointId);
+    this.transactionMetrics?.update();
     this.latestCheckpointId = checkpointId;
     this.log.debug(
       { checkpointId, transaction: this.describeTransaction(pending.transaction) },
@@ -677,7 +754,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * pending one that only failed checkpoints carried (every checkpoint of this attempt from its
    * pre-commit on was reported aborted, so no stored checkpoint references it and nobody would
    * ever commit it); abort errors are logged, not thrown. Other pending transactions are left to
-   * their checkpoint: a restart recovers them.
+   * their checkpoint: a restart recovers them. Last, {@link TwoPhaseCommitSink.closeResources}
+   * (whatever happened before; its error is thrown). A second `close()` does nothing.
    *
    * @example
    * ```ts
@@ -687,17 +765,36 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // A commit still running ends first (a failure was logged by commitWithRetry and stays pending).
-    await this.committing;
-    const orphaned = this.pending.filter((holder) => this.onlyInFailedCheckpoints(holder));
-    this.pending = this.pending.filter((holder) => !orphaned.includes(holder));
-    const holder = this.current;
-    this.current = undefined;
-    for (const each of orphaned) await this.abortOnClose(each, "pending transaction of a failed checkpoint");
-    if (holder !== undefined) await this.abortOnClose(holder, "open transaction");
+    try {
+      // A commit still running ends first (a failure was logged by commitWithRetry and stays pending).
+      await this.committing;
+      const orphaned = this.pending.filter((holder) => this.onlyInFailedCheckpoints(holder));
+      this.pending = this.pending.filter((holder) => !orphaned.includes(holder));
+      // What stays pending is a restart's to commit: the gauges keep showing it.
+      this.transactionMetrics?.close();
+      const holder = this.current;
+      this.current = undefined;
+      for (const each of orphaned)
+        await this.abortOnClose(each, "pending transaction of a failed checkpoint");
+      if (holder !== undefined) await this.abortOnClose(holder, "open transaction");
+    } finally {
+      await this.releaseResources();
+    }
   }
 
   // ---- internals --------------------------------------------------------------------------------
+
+  /** `closeResources` once per `openResources`; its failure is logged and thrown. */
+  private async releaseResources(): Promise<void> {
+    if (!this.resourcesOpen) return;
+    this.resourcesOpen = false;
+    try {
+      await this.closeResources();
+    } catch (error) {
+      this.log.error({ err: error }, "closing the sink's resources failed");
+      throw error;
+    }
+  }
 
   /**
    * Pre-committed in this attempt, and every checkpoint of this attempt since then failed for good.
@@ -774,8 +871,11 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       return;
     }
     for (const holder of due) {
+      const started = performance.now();
       const outcome = await this.commitWithRetry(holder, recovering);
+      this.transactionMetrics?.observeCommit(performance.now() - started);
       this.pending = this.pending.filter((each) => each !== holder);
+      this.transactionMetrics?.update();
       this.log.debug(
         {
           checkpointId: holder.checkpointId,
@@ -926,7 +1026,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   }
 
   private asRecoveryError(error: unknown, message: string): OnceflowError {
-    if (error instanceof OnceflowError) return error;
+    if (isOnceflowError(error)) return error;
     const reason = error instanceof Error ? error.message : String(error);
     return new RecoveryError(`${this.name}: ${message}: ${reason}`, { cause: error });
   }

@@ -1,5 +1,6 @@
 import {
   Arrive,
+  ArriveEverywhere,
   Checkpoint,
   CheckpointEverywhere,
   Freeze,
@@ -53,5 +54,28 @@ export const explorationFindings: readonly Scenario[] = [
     startOrder: [0],
     commands: [new Rescale(2, "freeze", 1), new Resume(0), new Arrive(0, 1), new CheckpointEverywhere()],
     finalOrder: [1, 0],
+  },
+  {
+    name: "a process frozen during its restore resumes after a rescale: it stores a base checkpoint of a new lineage that the next start restores, replaying committed records (invariants 3, 4)",
+    settings: {
+      deployment: "single",
+      parallelism: 2,
+      splits: 4,
+      recordsPerSplit: 6,
+      tolerableFailures: 0,
+    },
+    // Frozen after its claim, before it planned its restore; the replacement and then a rescale to 1
+    // claim the same scope ("all") before it resumes. Its base store is now fenced (SUPERSEDED).
+    startOrder: [0],
+    commands: [
+      new Freeze(0),
+      new StartProcess(0),
+      new CheckpointEverywhere(),
+      new ArriveEverywhere(1),
+      new Rescale(1, "kill", 1),
+      new Resume(0),
+      new Checkpoint(0, "land"),
+    ],
+    finalOrder: [2, 0, 1],
   },
 ];

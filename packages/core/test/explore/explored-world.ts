@@ -165,9 +165,10 @@ export class ExploredWorld {
     }
     this.input.arriveAll();
     const problems: string[] = [];
+    const limit = this.target.finalPhaseLimitMs ?? FINAL_PHASE_LIMIT_MS;
     for (const process of fresh) {
-      if (!(await process.whenEnded(FINAL_PHASE_LIMIT_MS))) {
-        problems.push(`${process.name} (final phase) did not finish within ${FINAL_PHASE_LIMIT_MS} ms`);
+      if (!(await process.whenEnded(limit))) {
+        problems.push(`${process.name} (final phase) did not finish within ${limit} ms`);
       } else if (process.ended?.error !== undefined) {
         problems.push(`${process.name} (final phase) failed: ${describe(process.ended.error)}`);
       }

@@ -38,5 +38,11 @@ export interface SinkUnderTest {
   processKilled?(host: SinkHost): Promise<void>;
   /** Checkpoint ids the runtime told the process's sinks were aborted. */
   abortedIds?(host: SinkHost): number[];
+  /**
+   * How long a process of the final phase may take to run to its end before it counts as hung
+   * (default 8 s). A real system on a loaded machine needs longer: a broker or server round trip
+   * per checkpoint, restarts with real connections.
+   */
+  readonly finalPhaseLimitMs?: number;
   close?(): Promise<void>;
 }

@@ -32,12 +32,17 @@ async function prepare(args: readonly string[]): Promise<void> {
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...args] = argv;
+  // Help is asked for anywhere on the line (`prepare --help` too): print it, fetch nothing.
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(USAGE);
+    return 0;
+  }
   if (command === "prepare") {
     await prepare(args);
     return 0;
   }
   console.error(USAGE);
-  return command === "--help" || command === "-h" ? 0 : 2;
+  return 2;
 }
 
 main(process.argv.slice(2)).then(

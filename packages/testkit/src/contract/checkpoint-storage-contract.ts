@@ -366,6 +366,36 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
         expect(await listedIn(A)).toEqual([1, 2]);
       });
 
+      it("fences a base checkpoint with the scope of the process that writes it (incarnationScope)", async () => {
+        // A process of scope A starts a new lineage and writes its base (scope "base"); a process
+        // frozen meanwhile whose scope A was claimed again must not land a base of its own.
+        const base = (checkpointId: number, incarnation: number): CompletedCheckpoint => {
+          const checkpoint = createTestCheckpoint({
+            jobId: "orders",
+            checkpointId,
+            scope: "base",
+            states: ["b0", "b1"],
+          });
+          return {
+            metadata: { ...checkpoint.metadata, incarnation, incarnationScope: A, lineage: checkpointId },
+            subtaskStates: checkpoint.subtaskStates,
+          };
+        };
+        const frozen = await storage.claimIncarnation("orders", A);
+        const replacement = await storage.claimIncarnation("orders", A);
+        const error = await expectCheckpointError(storage.store(base(3, frozen)), "SUPERSEDED");
+        expect(error.message).toContain(A);
+        expect(await listedIn("base")).toEqual([]);
+        await storage.store(base(3, replacement));
+        expect(await listedIn("base")).toEqual([3]);
+        const loaded = await storage.load("orders", "base", 3);
+        expect(loaded.metadata).toMatchObject({ incarnation: replacement, incarnationScope: A });
+        // Another scope's claim does not fence it.
+        await storage.claimIncarnation("orders", B);
+        await storage.store(base(4, replacement));
+        expect(await listedIn("base")).toEqual([3, 4]);
+      });
+
       it("leaves other scopes and other jobs alone", async () => {
         const inA = await storage.claimIncarnation("orders", A);
         const inB = await storage.claimIncarnation("orders", B);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { TwoPhaseCommitSink } from "@onceflow/core";
 import type { SinkContractScope, TwoPhaseCommitSinkContract } from "./contract-options.js";
-import { ContractSubtask, expectCommitted } from "./contract-run.js";
+import { ContractSubtask, ContractViolationError, describeFailure, expectCommitted } from "./contract-run.js";
 
 /**
  * One case of the contract suite, runnable without a test framework: `run()` resolves when the
@@ -21,7 +22,8 @@ export interface SinkContractCase {
   run(): Promise<void>;
 }
 
-type Body<IN> = (subtask: ContractSubtask<IN>, check: Checks) => Promise<void>;
+type Sink<IN> = TwoPhaseCommitSink<IN, unknown>;
+type Body<IN, S extends Sink<IN>> = (subtask: ContractSubtask<IN, S>, check: Checks) => Promise<void>;
 
 interface Checks {
   /** The output is exactly these record indexes, each once. */
@@ -30,12 +32,12 @@ interface Checks {
   all(when?: string): Promise<void>;
 }
 
-interface CaseDefinition<IN> {
+interface CaseDefinition<IN, S extends Sink<IN>> {
   readonly id: string;
   readonly title: string;
   /** Records in the input (default: 4 checkpoints' worth). */
   readonly records?: (perCheckpoint: number) => number;
-  readonly body: Body<IN>;
+  readonly body: Body<IN, S>;
 }
 
 const range = (count: number): number[] => Array.from({ length: count }, (_, index) => index);
@@ -68,28 +70,35 @@ const range = (count: number): number[] => Array.from({ length: count }, (_, ind
  * await cases.find((each) => each.id === "kill-during-commit")?.run();
  * ```
  */
-export function twoPhaseCommitSinkContractCases<IN>(
-  contract: TwoPhaseCommitSinkContract<IN>,
-): SinkContractCase[] {
+export function twoPhaseCommitSinkContractCases<
+  IN,
+  S extends TwoPhaseCommitSink<IN, unknown> = TwoPhaseCommitSink<IN, unknown>,
+>(contract: TwoPhaseCommitSinkContract<IN, S>): SinkContractCase[] {
   const perCheckpoint = contract.recordsPerCheckpoint ?? 4;
   if (!(Number.isInteger(perCheckpoint) && perCheckpoint >= 1)) {
     throw new RangeError(`recordsPerCheckpoint must be a whole number of at least 1, got ${perCheckpoint}`);
   }
+  const maxHandle = contract.maxTransactionHandleBytes;
+  if (maxHandle !== undefined && !(Number.isInteger(maxHandle) && maxHandle >= 1)) {
+    throw new RangeError(
+      `maxTransactionHandleBytes must be a whole number of bytes of at least 1, got ${maxHandle}`,
+    );
+  }
   const R = perCheckpoint;
   // The steps most cases begin and end with.
-  const startAndWrite = async (s: ContractSubtask<IN>) => {
+  const startAndWrite = async (s: ContractSubtask<IN, S>) => {
     await s.start();
     await s.write(R);
   };
-  const finishAndCheck = async (s: ContractSubtask<IN>, check: Checks) => {
+  const finishAndCheck = async (s: ContractSubtask<IN, S>, check: Checks) => {
     await s.finish(R);
     await check.all();
   };
-  const recoverAndFinish = async (s: ContractSubtask<IN>, check: Checks) => {
+  const recoverAndFinish = async (s: ContractSubtask<IN, S>, check: Checks) => {
     await s.start({ restore: "latest" });
     await finishAndCheck(s, check);
   };
-  const definitions: CaseDefinition<IN>[] = [
+  const definitions: CaseDefinition<IN, S>[] = [
     {
       id: "commits-each-checkpoint",
       title: "several checkpoints, each committed on completion: every record once",
@@ -477,8 +486,13 @@ function newScopeId(contractName: string, caseId: string): string {
   return `c${name}_${casePart}_${randomBytes(4).toString("hex")}`;
 }
 
-async function withScopes<IN>(
-  contract: TwoPhaseCommitSinkContract<IN>,
+/**
+ * Runs a case between `setup` and `teardown`. A failure becomes a {@link ContractViolationError}
+ * that names the case and, when an author step threw, the step and transaction (the original error
+ * is its `cause`). After a case that passed, `lingering` must list nothing.
+ */
+async function withScopes<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
   scopes: readonly SinkContractScope[],
   body: () => Promise<void>,
 ): Promise<void> {
@@ -486,14 +500,39 @@ async function withScopes<IN>(
   if (first === undefined) throw new Error("withScopes: no scope");
   await contract.setup?.(first);
   try {
-    await body();
+    try {
+      await body();
+    } catch (error) {
+      throw asCaseFailure(contract.name, first.caseId, error);
+    }
+    await expectNothingLingering(contract, first);
   } finally {
     await contract.teardown?.(first);
   }
 }
 
-function checksFor<IN>(
-  contract: TwoPhaseCommitSinkContract<IN>,
+function asCaseFailure(name: string, caseId: string, error: unknown): ContractViolationError {
+  if (error instanceof ContractViolationError) return error;
+  return new ContractViolationError(`${name}: ${caseId}: ${describeFailure(error)}`, { caseId }, error);
+}
+
+async function expectNothingLingering<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
+  scope: SinkContractScope,
+): Promise<void> {
+  if (contract.lingering === undefined) return;
+  const left = [...(await contract.lingering(scope))];
+  if (left.length === 0) return;
+  const shown =
+    left.length > 10 ? `${left.slice(0, 10).join(", ")} … (${left.length} in all)` : left.join(", ");
+  throw new ContractViolationError(
+    `${contract.name}: ${scope.caseId}: left ${left.length} piece(s) of external state behind after the case ended (every sink instance was closed, or recovered by the next one): ${shown}. What a transaction staged or prepared must go when it commits or aborts — in abort, recoverAndAbort, or finishRecoveringTransactions for what a killed instance left`,
+    { caseId: scope.caseId, lingering: left },
+  );
+}
+
+function checksFor<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
   scopes: readonly SinkContractScope[],
   input: readonly number[],
 ): Checks {
@@ -503,9 +542,9 @@ function checksFor<IN>(
   };
 }
 
-async function runSingle<IN>(
-  contract: TwoPhaseCommitSinkContract<IN>,
-  definition: CaseDefinition<IN>,
+async function runSingle<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
+  definition: CaseDefinition<IN, S>,
   perCheckpoint: number,
 ): Promise<void> {
   const scope: SinkContractScope = {
@@ -519,7 +558,10 @@ async function runSingle<IN>(
   await withScopes(contract, [scope], () => definition.body(subtask, checksFor(contract, [scope], input)));
 }
 
-async function runTwoSubtasks<IN>(contract: TwoPhaseCommitSinkContract<IN>, R: number): Promise<void> {
+async function runTwoSubtasks<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
+  R: number,
+): Promise<void> {
   const id = newScopeId(contract.name, "two-subtasks");
   const scopes = [0, 1].map((subtaskIndex) => ({ id, caseId: "two-subtasks", subtaskIndex, parallelism: 2 }));
   const input = range(8 * R);
@@ -530,7 +572,7 @@ async function runTwoSubtasks<IN>(contract: TwoPhaseCommitSinkContract<IN>, R: n
         scope,
         input.filter((index) => index % 2 === scope.subtaskIndex),
       ),
-  ) as [ContractSubtask<IN>, ContractSubtask<IN>];
+  ) as [ContractSubtask<IN, S>, ContractSubtask<IN, S>];
   const check = checksFor(contract, scopes, input);
   await withScopes(contract, scopes, async () => {
     await zero.start();

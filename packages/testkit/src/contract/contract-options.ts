@@ -20,21 +20,29 @@ export interface SinkContractScope {
   readonly parallelism: number;
 }
 
+/** The default largest transaction handle a checkpoint may hold: 64 KiB. */
+export const DEFAULT_MAX_TRANSACTION_HANDLE_BYTES = 64 * 1024;
+
 /**
- * How to run the contract suite on a sink: {@link describeTwoPhaseCommitSink} and
- * {@link twoPhaseCommitSinkContractCases} take it.
+ * How to run the contract suite on a sink: `describeTwoPhaseCommitSink` (`@onceflow/testkit/vitest`) and
+ * {@link twoPhaseCommitSinkContractCases} take it. `S` is the sink's own class, so `kill` gets it
+ * without a cast (inferred from `createSink`, or given: `TwoPhaseCommitSinkContract<Row, MySink>`).
  *
  * @example
  * ```ts
- * const contract: TwoPhaseCommitSinkContract<string> = {
+ * const contract: TwoPhaseCommitSinkContract<string, FileSink<string>> = {
  *   name: "FileSink",
  *   createSink: (scope) => new FileSink<string>({ directory: join(root, scope.id) }),
  *   readCommitted: (scope) => readCommittedFiles<string>(join(root, scope.id)),
  *   createRecord: (index) => `record-${index}`,
+ *   lingering: async (scope) => (await readdir(join(root, scope.id, ".staging")).catch(() => [])),
  * };
  * ```
  */
-export interface TwoPhaseCommitSinkContract<IN> {
+export interface TwoPhaseCommitSinkContract<
+  IN,
+  S extends TwoPhaseCommitSink<IN, unknown> = TwoPhaseCommitSink<IN, unknown>,
+> {
   /** Names the `describe` block and the errors. */
   readonly name: string;
   /**
@@ -42,9 +50,7 @@ export interface TwoPhaseCommitSinkContract<IN> {
    * start: a case that kills a sink restores a new instance from the last checkpoint. Faults are
    * injected around the instance's steps by the suite ({@link injectFaults}); the sink needs no hooks.
    */
-  createSink(
-    scope: SinkContractScope,
-  ): TwoPhaseCommitSink<IN, unknown> | Promise<TwoPhaseCommitSink<IN, unknown>>;
+  createSink(scope: SinkContractScope): S | Promise<S>;
   /**
    * Everything a reader of the destination sees as committed right now, independently of the sink
    * (a `read_committed` consumer, a fresh SQL connection, a directory listing), in any order.
@@ -67,7 +73,21 @@ export interface TwoPhaseCommitSinkContract<IN> {
    * Every author step of a killed instance throws, so the hook may also call `close()` to drop
    * process-local registrations or timers: its abort is not run, nothing reaches the destination.
    */
-  kill?(sink: TwoPhaseCommitSink<IN, unknown>, scope: SinkContractScope): Promise<void> | void;
+  kill?(sink: S, scope: SinkContractScope): Promise<void> | void;
+  /**
+   * Lists the external state the sink left behind in the case's destination — staged data,
+   * prepared transactions, open transactions, staging tables or files, locks — one readable name
+   * each (a gid, a table, a transactional id). Called after each case's last step, once every
+   * instance was closed or its leftovers recovered by the next one (before `teardown`): the case
+   * fails, naming them, unless the list is empty. Without it, leaks go unnoticed.
+   */
+  lingering?(scope: SinkContractScope): Promise<readonly string[]> | readonly string[];
+  /**
+   * The largest transaction handle a checkpoint may hold, in bytes, as the sink's
+   * `transactionSerializer` writes it (default 64 KiB). Every checkpoint the suite takes is checked:
+   * a handle must carry ids and positions, not the records (stage those in the external system).
+   */
+  readonly maxTransactionHandleBytes?: number;
   /**
    * The destination overwrites by key (an upsert table, a key-value store): replaying records
    * produces no duplicate. Then restoring an older checkpoint must also end with exactly the input;

@@ -1,11 +1,23 @@
 import {
   type HarnessCheckpoint,
   OnceflowError,
+  readHarnessTransactions,
   SinkTestHarness,
   type TwoPhaseCommitSink,
 } from "@onceflow/core";
-import type { SinkContractScope, TwoPhaseCommitSinkContract } from "./contract-options.js";
-import { type FaultRule, type InjectedFaults, injectFaults, isSimulatedKill } from "./fault-injection.js";
+import {
+  DEFAULT_MAX_TRANSACTION_HANDLE_BYTES,
+  type SinkContractScope,
+  type TwoPhaseCommitSinkContract,
+} from "./contract-options.js";
+import {
+  describeFailedStep,
+  type FaultRule,
+  failedStepOf,
+  type InjectedFaults,
+  injectFaults,
+  isSimulatedKill,
+} from "./fault-injection.js";
 
 /**
  * A contract case found the sink breaking the two-phase-commit contract: the message says what was
@@ -17,8 +29,8 @@ import { type FaultRule, type InjectedFaults, injectFaults, isSimulatedKill } fr
  * ```
  */
 export class ContractViolationError extends OnceflowError {
-  constructor(message: string, details: Record<string, unknown> = {}) {
-    super("USER_FUNCTION_FAILED", message, { details });
+  constructor(message: string, details: Record<string, unknown> = {}, cause?: unknown) {
+    super("USER_FUNCTION_FAILED", message, { details, cause });
   }
 }
 
@@ -34,11 +46,14 @@ interface StoredCheckpoint {
  * Like the runtime, checkpoint ids continue after the highest stored id, so an id whose checkpoint
  * was never stored is used again after a restore.
  */
-export class ContractSubtask<IN> {
+export class ContractSubtask<
+  IN,
+  S extends TwoPhaseCommitSink<IN, unknown> = TwoPhaseCommitSink<IN, unknown>,
+> {
   readonly stored = new Map<number, StoredCheckpoint>();
   private harness: SinkTestHarness<IN> | undefined;
   private incarnation = 0;
-  private sink: TwoPhaseCommitSink<IN, unknown> | undefined;
+  private sink: S | undefined;
   private faultControl: InjectedFaults | undefined;
   private position = 0;
   private lastTriggered = 0;
@@ -46,7 +61,7 @@ export class ContractSubtask<IN> {
   private readonly snapshots = new Map<number, { checkpoint: HarnessCheckpoint; position: number }>();
 
   constructor(
-    private readonly contract: TwoPhaseCommitSinkContract<IN>,
+    private readonly contract: TwoPhaseCommitSinkContract<IN, S>,
     readonly scope: SinkContractScope,
     /** The global indexes of the records this subtask emits, in order. */
     readonly input: readonly number[],
@@ -109,6 +124,7 @@ export class ContractSubtask<IN> {
     const checkpointId = ++this.lastTriggered;
     const position = this.position;
     const checkpoint = await harness.snapshot(checkpointId);
+    this.checkHandleSizes(checkpoint);
     this.snapshots.set(checkpointId, { checkpoint, position });
     return checkpointId;
   }
@@ -169,8 +185,9 @@ export class ContractSubtask<IN> {
     );
     if (!isSimulatedKill(error)) {
       throw new ContractViolationError(
-        `${this.contract.name}: expected the simulated kill at ${what}, but the step ${error === undefined ? "succeeded (the sink never reached that step)" : `failed otherwise: ${describeError(error)}`}`,
+        `${this.contract.name}: expected the simulated kill at ${what}, but the step ${error === undefined ? "succeeded (the sink never reached that step)" : `failed otherwise: ${describeFailure(error)}`}`,
         { caseId: this.scope.caseId },
+        error,
       );
     }
     await this.kill();
@@ -200,7 +217,12 @@ export class ContractSubtask<IN> {
     const harness = this.requireHarness();
     const finalId = ++this.lastTriggered;
     const position = this.position;
-    const checkpoint = await harness.finishAndClose(finalId);
+    // finishAndClose, step by step: the handles are checked while the sink can still describe them.
+    await this.sink?.finish();
+    const checkpoint = await harness.snapshot(finalId);
+    this.checkHandleSizes(checkpoint);
+    await harness.notifyComplete(finalId);
+    await harness.close();
     this.snapshots.set(finalId, { checkpoint, position });
     this.stored.set(finalId, { checkpoint, position });
     this.harness = undefined;
@@ -214,6 +236,33 @@ export class ContractSubtask<IN> {
     return this.input.slice(0, stored.position);
   }
 
+  /** Fails when a transaction handle in the checkpoint is over `maxTransactionHandleBytes`. */
+  private checkHandleSizes(checkpoint: HarnessCheckpoint): void {
+    const limit = this.contract.maxTransactionHandleBytes ?? DEFAULT_MAX_TRANSACTION_HANDLE_BYTES;
+    const oversized = readHarnessTransactions(checkpoint).filter((each) => each.handleBytes > limit);
+    const first = oversized[0];
+    if (first === undefined) return;
+    const sink = this.sink;
+    const handle =
+      first.kind === "pending"
+        ? sink?.pendingTransactions().find((each) => each.checkpointId === first.checkpointId)?.transaction
+        : sink?.currentTransaction();
+    const described = handle === undefined ? "" : ` ${describeTransactionOf(sink, handle)}`;
+    const what =
+      first.kind === "pending"
+        ? `the transaction${described} pre-committed for checkpoint ${first.checkpointId}`
+        : `the open transaction${described} (begun after checkpoint ${first.checkpointId})`;
+    throw new ContractViolationError(
+      `${this.contract.name}: ${this.scope.caseId}: ${what} is stored as ${first.handleBytes} bytes in checkpoint ${checkpoint.checkpointId}, over maxTransactionHandleBytes (${limit}): a transaction handle must carry ids and positions, not the records — stage the records in the external system (or raise maxTransactionHandleBytes if the handle really needs the room)`,
+      {
+        caseId: this.scope.caseId,
+        checkpointId: checkpoint.checkpointId,
+        handleBytes: oversized.map((each) => each.handleBytes),
+        maxTransactionHandleBytes: limit,
+      },
+    );
+  }
+
   private requireHarness(): SinkTestHarness<IN> {
     if (this.harness === undefined) throw new Error("no sink instance is running: start() it first");
     return this.harness;
@@ -224,8 +273,8 @@ export class ContractSubtask<IN> {
  * Compares what the destination shows with the expected input records, as multisets. Throws a
  * {@link ContractViolationError} naming missing, duplicated and unexpected records.
  */
-export async function expectCommitted<IN>(
-  contract: TwoPhaseCommitSinkContract<IN>,
+export async function expectCommitted<IN, S extends TwoPhaseCommitSink<IN, unknown>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
   scopes: readonly SinkContractScope[],
   expected: {
     exactlyOnce: readonly number[];
@@ -280,4 +329,23 @@ export async function expectCommitted<IN>(
 
 function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** The error, with the author step and transaction it came from when known. */
+export function describeFailure(error: unknown): string {
+  const failed = failedStepOf(error);
+  return failed === undefined
+    ? describeError(error)
+    : `${describeFailedStep(failed)} threw ${describeError(error)}`;
+}
+
+/** The sink's own `describeTransaction` (protected: the suite reads it as the logs do). */
+function describeTransactionOf(sink: object | undefined, transaction: unknown): string {
+  const describe = (sink as { describeTransaction?: (txn: unknown) => string } | undefined)
+    ?.describeTransaction;
+  try {
+    return describe === undefined ? String(transaction) : describe.call(sink, transaction);
+  } catch {
+    return String(transaction);
+  }
 }

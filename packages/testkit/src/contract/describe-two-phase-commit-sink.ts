@@ -1,3 +1,4 @@
+import type { TwoPhaseCommitSink } from "@onceflow/core";
 import { describe, it } from "vitest";
 import { twoPhaseCommitSinkContractCases } from "./contract-cases.js";
 import type { TwoPhaseCommitSinkContract } from "./contract-options.js";
@@ -32,7 +33,10 @@ import type { TwoPhaseCommitSinkContract } from "./contract-options.js";
  * });
  * ```
  */
-export function describeTwoPhaseCommitSink<IN>(contract: TwoPhaseCommitSinkContract<IN>): void {
+export function describeTwoPhaseCommitSink<
+  IN,
+  S extends TwoPhaseCommitSink<IN, unknown> = TwoPhaseCommitSink<IN, unknown>,
+>(contract: TwoPhaseCommitSinkContract<IN, S>): void {
   const cases = twoPhaseCommitSinkContractCases(contract);
   describe(`${contract.name} keeps the two-phase-commit sink contract`, () => {
     for (const testCase of cases) {

@@ -134,6 +134,70 @@ export interface InjectedFaults {
 
 type AnyFunction = (...args: unknown[]) => unknown;
 
+/**
+ * Which author step of a sink threw an error, and on which transaction: what a contract failure
+ * names ("preCommit of transaction … for checkpoint 3 threw …").
+ *
+ * @example
+ * ```ts
+ * const failed: FailedSinkStep = { step: "preCommit", transaction: "gid 'x'", checkpointId: 3 };
+ * ```
+ */
+export interface FailedSinkStep {
+  readonly step: SinkStep;
+  /** `describeTransaction` of the step's transaction, when the step has one. */
+  readonly transaction: string | undefined;
+  /** The checkpoint the transaction is pre-committed (or being pre-committed) for, when known. */
+  readonly checkpointId: number | undefined;
+}
+
+/** Errors thrown by wrapped author steps, with the step: the error itself is passed on unchanged. */
+const failedSteps = new WeakMap<object, FailedSinkStep>();
+
+/**
+ * The author step that threw `error` or an error in its `cause` chain (the base class wraps commit
+ * errors), when the sink was wrapped by {@link injectFaults}.
+ *
+ * @example
+ * ```ts
+ * const failed = failedStepOf(error); // { step: "commit", transaction: "…", checkpointId: 2 }
+ * ```
+ */
+export function failedStepOf(error: unknown): FailedSinkStep | undefined {
+  for (let cause: unknown = error, depth = 0; cause !== undefined && depth < 8; depth++) {
+    if (typeof cause === "object" && cause !== null) {
+      const failed = failedSteps.get(cause);
+      if (failed !== undefined) return failed;
+    }
+    cause = (cause as { cause?: unknown } | null)?.cause;
+  }
+  return undefined;
+}
+
+/**
+ * "preCommit of transaction <describeTransaction(txn)> for checkpoint 3": a failed step in words.
+ *
+ * @example
+ * ```ts
+ * describeFailedStep({ step: "abort", transaction: "t-1", checkpointId: undefined }); // "abort of transaction t-1"
+ * ```
+ */
+export function describeFailedStep(failed: FailedSinkStep): string {
+  const transaction = failed.transaction === undefined ? "" : ` of transaction ${failed.transaction}`;
+  const checkpoint = failed.checkpointId === undefined ? "" : ` for checkpoint ${failed.checkpointId}`;
+  return `${failed.step}${transaction}${checkpoint}`;
+}
+
+/** Steps whose first argument is the transaction. */
+const transactionSteps: ReadonlySet<SinkStep> = new Set([
+  "invoke",
+  "preCommit",
+  "commit",
+  "abort",
+  "recoverAndCommit",
+  "recoverAndAbort",
+]);
+
 const steps: readonly SinkStep[] = [
   "beginTransaction",
   "invoke",
@@ -191,6 +255,28 @@ export function injectFaults<IN>(
     }
   };
 
+  const describe = target.describeTransaction as AnyFunction | undefined;
+  const noteFailure = (error: unknown, step: SinkStep, args: readonly unknown[]): void => {
+    if (typeof error !== "object" || error === null || failedSteps.has(error)) return;
+    // An injected fault of a step this one called (recoverAndAbort calls abort) is not the author's.
+    if (error instanceof InjectedFaultError || error instanceof SimulatedKillError) return;
+    let transaction: string | undefined;
+    let checkpointId: number | undefined;
+    if (transactionSteps.has(step)) {
+      const txn = args[0];
+      try {
+        transaction = String(describe?.call(sink, txn) ?? txn);
+      } catch {
+        transaction = undefined;
+      }
+      checkpointId =
+        step === "preCommit"
+          ? (args[1] as { checkpointId?: number } | undefined)?.checkpointId
+          : sink.pendingTransactions().find((pending) => pending.transaction === txn)?.checkpointId;
+    }
+    failedSteps.set(error, { step, transaction, checkpointId });
+  };
+
   const wrap = (name: string, step: SinkStep): void => {
     const original = target[name];
     if (typeof original !== "function") return;
@@ -199,7 +285,14 @@ export function injectFaults<IN>(
       calls[step] += 1;
       const call = calls[step];
       fire(step, "before", call);
-      const result = await bound(...args);
+      let result: unknown;
+      try {
+        result = await bound(...args);
+      } catch (error) {
+        // The author's own failure (injected faults come from fire): remember where it happened.
+        noteFailure(error, step, args);
+        throw error;
+      }
       fire(step, "after", call);
       return result;
     };

@@ -10,10 +10,19 @@ export { describeCheckpointStorageContract } from "../contract/checkpoint-storag
 export type { SinkContractCase } from "../contract/contract-cases.js";
 export { twoPhaseCommitSinkContractCases } from "../contract/contract-cases.js";
 export type { SinkContractScope, TwoPhaseCommitSinkContract } from "../contract/contract-options.js";
+export { DEFAULT_MAX_TRANSACTION_HANDLE_BYTES } from "../contract/contract-options.js";
 export { ContractViolationError } from "../contract/contract-run.js";
 export { describeTwoPhaseCommitSink } from "../contract/describe-two-phase-commit-sink.js";
-export type { FaultKind, FaultRule, InjectedFaults, SinkStep } from "../contract/fault-injection.js";
+export type {
+  FailedSinkStep,
+  FaultKind,
+  FaultRule,
+  InjectedFaults,
+  SinkStep,
+} from "../contract/fault-injection.js";
 export {
+  describeFailedStep,
+  failedStepOf,
   InjectedFaultError,
   injectFaults,
   isSimulatedKill,
@@ -23,3 +32,4 @@ export type { SharedKafkaInfo, SharedPostgresInfo } from "./provided-context.js"
 export { PROVIDED_KEYS } from "./provided-context.js";
 export type { SharedKafka } from "./shared-services.js";
 export { sharedKafka, sharedPostgres, usePrivateKafka, usePrivatePostgres } from "./shared-services.js";
+export { useService } from "./use-service.js";

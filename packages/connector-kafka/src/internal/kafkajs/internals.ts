@@ -1,5 +1,7 @@
 /**
- * Every use of kafkajs internals lives in this module, and every cast to them is made here.
+ * Every use of kafkajs internals lives in this folder (`internal/kafkajs`), and every cast to them
+ * is made here or in `produce-cluster.ts`, which gives the exactly-once produce path
+ * (`transactional-producer.ts` and its codecs) the narrow `ProduceCluster` it needs.
  *
  * kafkajs 2.2.4 (pinned exactly, unmaintained) hides what an exactly-once connector needs:
  * - its cluster and broker objects (raw Fetch, EndTxn, InitProducerId, OffsetCommit),
@@ -9,6 +11,13 @@
  */
 import { createRequire } from "node:module";
 import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
+import {
+  type ProduceCluster,
+  type TopicMessages,
+  TransactionalProducer,
+  type TransactionalProducerOptions,
+} from "./transactional-producer.js";
 
 const requireKafkajs = createRequire(import.meta.url);
 
@@ -18,7 +27,7 @@ export interface DecodedMessage {
   timestamp: string;
   key: Buffer | null;
   value: Buffer | null;
-  headers: Record<string, Buffer | Buffer[] | undefined>;
+  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
   isControlRecord: boolean;
   batchContext: { firstOffset: string; lastOffsetDelta: number; producerId: string; inTransaction: boolean };
 }
@@ -90,6 +99,9 @@ interface RawProtocolRequest {
 
 interface InternalCluster {
   connect(): Promise<void>;
+  isConnected(): boolean;
+  refreshMetadataIfNecessary(): Promise<void>;
+  findTopicPartitionMetadata(topic: string): Array<{ partitionId: number; leader: number | null }>;
   getNodeIds(): number[];
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
@@ -113,6 +125,9 @@ interface InternalLogger {
 
 interface EosManager {
   initProducerId(): Promise<void>;
+  addPartitionsToTransaction(
+    topicData: Array<{ topic: string; partitions: Array<{ partition: number }> }>,
+  ): Promise<void>;
   beginTransaction(): void;
   getProducerId(): string;
   getProducerEpoch(): number;
@@ -148,6 +163,11 @@ const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<stri
 const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () => {
   writeBuffer(value: Buffer): unknown;
 };
+/**
+ * Benchmarks only: `1` makes exactly-once sinks send through kafkajs's own producer (the path
+ * before the lean one), so both can be measured side by side in one run.
+ */
+const KAFKAJS_PRODUCE_PATH = process.env.ONCEFLOW_BENCH_KAFKAJS_PRODUCE === "1";
 const KafkajsDecoder = requireKafkajs("kafkajs/src/protocol/decoder") as new (
   buffer: Buffer,
 ) => KafkajsDecoder;
@@ -330,12 +350,21 @@ export class KafkaConnection {
 
   /**
    * Starts a transaction on `transactionalId`: InitProducerId (which aborts whatever was open on the
-   * id and bumps its epoch), then a producer bound to that producer id and epoch.
+   * id and bumps its epoch), then a producer bound to that producer id and epoch: the lean one of
+   * `transactional-producer.ts` (records batched per partition, several requests in flight,
+   * everything acknowledged at `flush`). `mapFailure` turns a failed send into the error to throw.
    */
   async beginTransaction(options: {
     transactionalId: string;
     transactionTimeout: number;
     partitioner: ICustomPartitioner;
+    mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
+    /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
+    tuning?: Pick<
+      TransactionalProducerOptions,
+      "batchBytes" | "maxBufferedBytes" | "maxInFlightRequestsPerBroker"
+    >;
+    wrapCluster?: (cluster: ProduceCluster) => ProduceCluster;
   }): Promise<OpenTransaction> {
     const logger = this.logger.namespace("OnceflowKafkaSink");
     const eosManager = createEosManager({
@@ -347,8 +376,42 @@ export class KafkaConnection {
     });
     await eosManager.initProducerId();
     eosManager.beginTransaction();
+    const handle = {
+      transactionalId: options.transactionalId,
+      producerId: eosManager.getProducerId(),
+      producerEpoch: eosManager.getProducerEpoch(),
+    };
+    if (KAFKAJS_PRODUCE_PATH) return this.kafkajsProducer(handle, eosManager, options);
+    const producer = new TransactionalProducer({
+      ...handle,
+      producerId: BigInt(handle.producerId),
+      ...options.tuning,
+      cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
+      partitioner: options.partitioner() as ConstructorParameters<
+        typeof TransactionalProducer
+      >[0]["partitioner"],
+      mapFailure: options.mapFailure,
+      retry: RETRY_DEFAULTS,
+    });
+    return {
+      ...handle,
+      send: (topicMessages) => producer.send(topicMessages),
+      flush: () => producer.flush(),
+      close: () => producer.close(),
+    };
+  }
+
+  /** The produce path before the lean one: kafkajs's message producer, one awaited send at a time. */
+  private kafkajsProducer(
+    handle: { transactionalId: string; producerId: string; producerEpoch: number },
+    eosManager: EosManager,
+    options: {
+      partitioner: ICustomPartitioner;
+      mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
+    },
+  ): OpenTransaction {
     const producer = createMessageProducer({
-      logger,
+      logger: this.logger.namespace("OnceflowKafkaSink"),
       cluster: this.cluster,
       partitioner: options.partitioner(),
       eosManager,
@@ -357,12 +420,19 @@ export class KafkaConnection {
       getConnectionStatus: () => "connected",
     });
     return {
-      transactionalId: options.transactionalId,
-      producerId: eosManager.getProducerId(),
-      producerEpoch: eosManager.getProducerEpoch(),
+      ...handle,
       send: async (topicMessages) => {
-        await producer.sendBatch({ acks: -1, topicMessages });
+        await producer
+          .sendBatch({
+            acks: -1,
+            topicMessages: topicMessages as Array<{ topic: string; messages: Message[] }>,
+          })
+          .catch((error: unknown) => {
+            throw options.mapFailure(error, topicMessages as TopicMessages[]);
+          });
       },
+      flush: async () => undefined,
+      close: async () => undefined,
     };
   }
 
@@ -537,7 +607,7 @@ export interface RawRecord {
   timestamp: number;
   key: Buffer | null;
   value: Buffer | null;
-  headers: Record<string, Buffer | Buffer[] | undefined>;
+  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
 }
 
 /** What one partition returned in a Fetch. */
@@ -556,7 +626,12 @@ export interface OpenTransaction {
   readonly transactionalId: string;
   readonly producerId: string;
   readonly producerEpoch: number;
-  send(topicMessages: Array<{ topic: string; messages: Message[] }>): Promise<void>;
+  /** Hands records over; returns before they are acknowledged. Throws an earlier send's failure. */
+  send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>): Promise<void>;
+  /** Waits until every record sent is acknowledged; throws the first failure. */
+  flush(): Promise<void>;
+  /** Sends nothing more and waits for the requests in flight; never throws. */
+  close(): Promise<void>;
 }
 
 /** The protocol error name kafkajs gives a broker error (`INVALID_PRODUCER_EPOCH` …), if any. */

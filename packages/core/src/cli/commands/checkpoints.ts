@@ -1,15 +1,17 @@
 import { readdir, stat } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Command } from "commander";
+import { type CheckpointTransactions, readSinkTransactions } from "../../checkpoint/checkpoint-contents.js";
 import type { CheckpointMetadata } from "../../checkpoint/checkpoint-storage.js";
 import {
   type CheckpointFileReport,
   checkpointDirectoryName,
-  FileSystemCheckpointStorage,
+  type FileSystemCheckpointStorage,
 } from "../../checkpoint/filesystem-checkpoint-storage.js";
 import { CheckpointError, ConfigurationError } from "../../errors/onceflow-error.js";
 import { formatBytes, formatTable, formatTime } from "../format.js";
 import type { CliIo } from "../io.js";
+import { openFilesystemStorage } from "../open-storage.js";
 
 interface ListOptions {
   job?: string;
@@ -43,7 +45,7 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
     .option("--job <id>", "only this job")
     .option("--json", "print JSON instead of a table")
     .action(async (dir: string, options: ListOptions) => {
-      const storage = await openStorage(io, dir);
+      const storage = await openFilesystemStorage(io, dir);
       const jobIds = options.job !== undefined ? [options.job] : await storage.listJobs();
       const found: CheckpointMetadata[] = [];
       for (const jobId of jobIds) found.push(...(await storage.list(jobId)));
@@ -79,7 +81,7 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
     .option("--scope <scope>", "only this scope, for example subtask-0-of-4")
     .option("--json", "print a JSON array, one element per scope")
     .action(async (dir: string, id: string | undefined, options: InspectOptions) => {
-      const storage = await openStorage(io, dir);
+      const storage = await openFilesystemStorage(io, dir);
       const jobId = await chooseJob(storage, options.job);
       const reports = await inspect(
         storage,
@@ -87,15 +89,26 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
         id === undefined ? undefined : parseId(id),
         options.scope,
       );
+      // The sinks' transactions are in the state: read only from checkpoints that verified.
+      const contents = await Promise.all(
+        reports.map((report) =>
+          report.ok
+            ? storage
+                .load(jobId, report.metadata.scope, report.metadata.checkpointId)
+                .then(readSinkTransactions)
+            : undefined,
+        ),
+      );
       if (options.json === true) {
-        const json = reports.map((report) => ({
+        const json = reports.map((report, index) => ({
           path: report.path,
           metadata: report.metadata,
           verification: { ok: report.ok, subtasks: report.subtasks },
+          sinkTransactions: contents[index]?.transactions,
         }));
         io.stdout(`${JSON.stringify(json, null, 2)}\n`);
       } else {
-        io.stdout(reports.map(describeReport).join("\n"));
+        io.stdout(reports.map((report, index) => describeReport(report, contents[index])).join("\n"));
       }
       const damaged = reports.filter((report) => !report.ok);
       const first = damaged[0];
@@ -112,19 +125,6 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
         );
       }
     });
-}
-
-async function openStorage(io: CliIo, dir: string): Promise<FileSystemCheckpointStorage> {
-  const root = resolve(io.cwd, dir);
-  const info = await stat(root).catch(() => undefined);
-  if (info === undefined || !info.isDirectory()) {
-    throw new ConfigurationError(
-      "<dir>",
-      `${root} is not a folder; give the path the job passed to filesystem()`,
-    );
-  }
-  // The views list what they can and report corrupt folders themselves (`inspect`).
-  return new FileSystemCheckpointStorage(root, { corruptCheckpoints: "skip" });
 }
 
 async function chooseJob(storage: FileSystemCheckpointStorage, job: string | undefined): Promise<string> {
@@ -204,7 +204,7 @@ async function scopesWithFolder(
   return scopes.sort();
 }
 
-function describeReport(report: CheckpointFileReport): string {
+function describeReport(report: CheckpointFileReport, contents: CheckpointTransactions | undefined): string {
   const m = report.metadata;
   const lines = [
     `checkpoint ${m.checkpointId} of job ${m.jobId} (scope ${m.scope})`,
@@ -231,10 +231,40 @@ function describeReport(report: CheckpointFileReport): string {
       ),
       4,
     ),
+    "  sink transactions:",
+    indent(describeTransactions(contents), 4),
     "  summary:",
     indent(Object.keys(m.summary).length === 0 ? "(empty)" : JSON.stringify(m.summary, null, 2), 4),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+function describeTransactions(contents: CheckpointTransactions | undefined): string {
+  if (contents === undefined) return "(not read: the checkpoint is damaged)";
+  const lines: string[] = [];
+  if (contents.transactions.length === 0) lines.push("(none)");
+  else {
+    lines.push(
+      formatTable(
+        ["SINK", "SUBTASK", "KIND", "CHECKPOINT", "STARTED AT", "HANDLE", "DESCRIPTION"],
+        contents.transactions.map((t) => [
+          t.sink,
+          String(t.subtaskIndex),
+          t.kind,
+          String(t.checkpointId),
+          formatTime(t.startedAt),
+          formatBytes(t.handleBytes),
+          t.description ?? "(opaque: the sink's own serializer)",
+        ]),
+      ),
+    );
+  }
+  if (contents.unreadableSubtasks.length > 0) {
+    lines.push(
+      `(the state of subtask(s) ${contents.unreadableSubtasks.join(", ")} is not a onceflow snapshot)`,
+    );
+  }
+  return lines.join("\n");
 }
 
 function indent(text: string, spaces: number): string {

@@ -2,15 +2,17 @@ import { stat } from "node:fs/promises";
 import { extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Command } from "commander";
-import { asOnceflowError, ConfigurationError, OnceflowError } from "../../errors/onceflow-error.js";
+import { asOnceflowError, ConfigurationError, isOnceflowError } from "../../errors/onceflow-error.js";
+import type { JobLaunchOptions } from "../../runtime/job-launch-options.js";
 import type { CliIo } from "../io.js";
-
-interface RunOptions {
-  jobExport?: string;
-}
+import { applyLaunchToPrebuiltJob, checkLaunchHonoured, launchOptionsOf } from "../job-launch.js";
+import { loadPrometheusMetrics, type PrometheusModule } from "../load-prometheus.js";
+import { parseRunFlags, type RawRunFlags } from "../run-flags.js";
+import { type ObservableJob, startRunServices } from "../run-services.js";
+import { runJobInThreads } from "../run-threads.js";
 
 /** What `run` needs of a job: the runtime's `Job` fits (duck-typed, so any compatible object does). */
-interface ExecutableJob {
+interface ExecutableJob extends ObservableJob {
   execute(): Promise<unknown>;
   /** Stop with a final checkpoint; called on SIGTERM/SIGINT when present. */
   stop?(): void;
@@ -33,23 +35,47 @@ export function addRunCommand(
   program: Command,
   io: CliIo,
   importModule: (url: string) => Promise<Record<string, unknown>>,
+  importPrometheus?: () => Promise<PrometheusModule>,
 ): void {
   program
     .command("run")
     .description("run the job a module exports: `job` (a Job), or `createJob()` returning one")
     .argument("<module>", "the JavaScript module, relative to the current folder")
     .option("--job-export <name>", "the export to run instead: a Job, or a function returning one")
-    .action(async (modulePath: string, options: RunOptions) => {
+    .option("--subtask <index>", "run only this subtask: a number, or from-hostname (the -<n> of HOSTNAME)")
+    .option(
+      "--threads",
+      "run every subtask in its own worker thread of this process (uses one core per subtask)",
+    )
+    .option("--metrics-port <port>", "serve /metrics, /healthz and /readyz on this port (0: a free one)")
+    .option("--metrics-host <host>", "the address of --metrics-port (0.0.0.0 in a pod)", "127.0.0.1")
+    .option(
+      "--ready-max-checkpoint-age <ms>",
+      "/readyz fails when no checkpoint completed for this long (default: 3 intervals, at least 60000)",
+    )
+    .option("--ui-port <port>", "serve the checkpoint dashboard on this port (0: a free one)")
+    .option("--ui-host <host>", "the address of --ui-port", "127.0.0.1")
+    .action(async (modulePath: string, options: RawRunFlags) => {
+      const flags = parseRunFlags(options, process.env);
       const path = resolve(io.cwd, modulePath);
       if ((await stat(path).catch(() => undefined))?.isFile() !== true) {
         throw new ConfigurationError("<module>", `${path} is not a file`);
       }
+      if (flags.threads) return runJobInThreads(path, flags, io);
       const exports = await importModule(pathToFileURL(path).href).catch((cause: unknown) => {
         throw new ConfigurationError("<module>", `cannot import ${path}: ${importHint(path, cause)}`, {
           cause,
         });
       });
-      const job = await findJob(exports, options.jobExport);
+      const metrics =
+        flags.metricsPort !== undefined
+          ? await loadPrometheusMetrics(importPrometheus)
+          : flags.uiPort !== undefined
+            ? // The dashboard shows live metrics when prom-client is there, and goes on without them.
+              await loadPrometheusMetrics(importPrometheus).catch(() => undefined)
+            : undefined;
+      const job = await findJob(exports, flags.jobExport, launchOptionsOf(flags.subtaskIndex, metrics));
+      const services = await startRunServices(job, flags, metrics, io);
       // SIGTERM/SIGINT stop the job with a final checkpoint (stop-with-savepoint), then exit 0.
       const stop = (): void => job.stop?.();
       process.on("SIGTERM", stop);
@@ -58,10 +84,11 @@ export function addRunCommand(
       try {
         result = await job.execute();
       } catch (error) {
-        throw error instanceof OnceflowError ? error : asOnceflowError(error, "JOB_FAILED");
+        throw isOnceflowError(error) ? error : asOnceflowError(error, "JOB_FAILED");
       } finally {
         process.off("SIGTERM", stop);
         process.off("SIGINT", stop);
+        await services.close();
       }
       io.stdout(`job finished${describeResult(result)}\n`);
     });
@@ -70,6 +97,7 @@ export function addRunCommand(
 async function findJob(
   exports: Record<string, unknown>,
   exportName: string | undefined,
+  launch: JobLaunchOptions,
 ): Promise<ExecutableJob> {
   const available = Object.keys(exports).sort().join(", ") || "nothing";
   let name: string;
@@ -92,11 +120,12 @@ async function findJob(
     );
   }
   let candidate = exports[name];
-  if (!isExecutable(candidate) && typeof candidate === "function") {
+  const prebuilt = isExecutable(candidate);
+  if (!prebuilt && typeof candidate === "function") {
     try {
-      candidate = await (candidate as () => unknown)();
+      candidate = await (candidate as (launch: JobLaunchOptions) => unknown)(launch);
     } catch (error) {
-      throw error instanceof OnceflowError ? error : asOnceflowError(error, "CONFIGURATION");
+      throw isOnceflowError(error) ? error : asOnceflowError(error, "CONFIGURATION");
     }
   }
   if (!isExecutable(candidate)) {
@@ -105,6 +134,8 @@ async function findJob(
       `export "${name}" is not a job (an object with execute()) nor a function returning one`,
     );
   }
+  if (prebuilt) applyLaunchToPrebuiltJob(candidate, name, launch);
+  else checkLaunchHonoured(candidate, name, launch);
   return candidate;
 }
 

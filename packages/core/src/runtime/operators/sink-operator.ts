@@ -35,6 +35,7 @@ export class SinkOperator extends StreamOperator {
     this.state = new UserFunctionState(this.sink, environment, this.uid);
     this.recordsOut = environment.metrics.counter(MetricNames.recordsOut, "Records written by sinks");
     this.labels = { job: environment.jobId, subtask: String(environment.subtaskIndex), operator: this.uid };
+    this.recordsOut.inc(0, this.labels);
     await this.state.initialize(restored?.operatorState);
   }
 

@@ -63,6 +63,7 @@ export class SourceOperator extends StreamOperator {
     this.environment = environment;
     this.recordsIn = environment.metrics.counter(MetricNames.recordsIn, "Records read by sources");
     this.labels = { job: environment.jobId, subtask: String(environment.subtaskIndex), operator: this.uid };
+    this.recordsIn.inc(0, this.labels);
     for (const entry of restored?.splits ?? []) {
       const split = this.serializer.deserialize(entry.bytes);
       this.restoredSplits.push(split);

@@ -48,6 +48,11 @@ export interface RestoreRequest {
   readonly jobId: string;
   /** This process's scope (it has claimed an incarnation of it already). */
   readonly scope: string;
+  /**
+   * The incarnation it claimed: a base checkpoint it writes carries it, so that a store of a process
+   * superseded meanwhile (frozen during its restore, say) fails with `SUPERSEDED`.
+   */
+  readonly incarnation?: number;
   readonly shape: LineageShape;
   readonly setting: RestoreSetting;
   readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
@@ -287,6 +292,9 @@ async function createLineage(
     parallelism: request.shape.parallelism,
     subtaskStates,
     lineage: baseId,
+    ...(request.incarnation === undefined
+      ? {}
+      : { incarnation: request.incarnation, incarnationScope: request.scope }),
     summary,
   });
   try {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { OnceflowError } from "@onceflow/core";
-import { type Admin, Kafka, logLevel } from "kafkajs";
+import type { Admin } from "kafkajs";
+import { loadKafkajs } from "./kafkajs-loader.js";
 
 /**
  * Options of {@link createKafkaTopic} and of a service's `createTopic`.
@@ -17,7 +18,8 @@ export interface CreateTopicOptions {
   config?: Record<string, string>;
 }
 
-function adminClient(brokers: readonly string[], clientId: string, connectionTimeout = 3000) {
+async function adminClient(brokers: readonly string[], clientId: string, connectionTimeout = 3000) {
+  const { Kafka, logLevel } = await loadKafkajs();
   // logLevel NOTHING: kafkajs logs to the console by default, and the testkit must not.
   return new Kafka({
     clientId,
@@ -47,6 +49,7 @@ export async function createKafkaTopic(
   name: string,
   options: CreateTopicOptions,
 ): Promise<void> {
+  const { Kafka, logLevel } = await loadKafkajs();
   const admin = new Kafka({
     clientId: "onceflow-testkit-admin",
     brokers: [...brokers],
@@ -120,7 +123,7 @@ async function waitForListOffsets(
   const deadline = Date.now() + LEADER_WAIT_MS;
   let last: unknown;
   while (Date.now() < deadline) {
-    const admin = adminClient(brokers, "onceflow-testkit-offsets");
+    const admin = await adminClient(brokers, "onceflow-testkit-offsets");
     try {
       await admin.connect();
       const offsets = await admin.fetchTopicOffsets(topic);
@@ -150,7 +153,8 @@ async function waitForListOffsets(
  * ```
  */
 export async function describeClusterOnce(brokers: readonly string[]): Promise<string | undefined> {
-  const admin = adminClient(brokers, "onceflow-testkit-probe");
+  // A missing kafkajs throws (CONFIGURATION): polling cannot fix it.
+  const admin = await adminClient(brokers, "onceflow-testkit-probe");
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();

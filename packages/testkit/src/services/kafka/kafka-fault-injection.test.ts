@@ -31,7 +31,8 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
 
-describe("a private broker for fault injection", () => {
+// A broker restart is a JVM start: over a minute on a loaded 2-core machine.
+describe("a private broker for fault injection", { timeout: 240_000 }, () => {
   const kafka = usePrivateKafka();
 
   it("started on other ports when the first one it found was taken before it could bind", () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { OnceflowError } from "@onceflow/core";
-import { Kafka, logLevel } from "kafkajs";
+import type { Kafka } from "kafkajs";
+import { loadKafkajs } from "./kafkajs-loader.js";
 
 /**
  * One committed record, as {@link readCommittedKafkaRecords} returns it.
@@ -70,6 +71,7 @@ export async function readCommittedKafkaRecords(
   } = {},
 ): Promise<CommittedKafkaRecord[]> {
   const committedOnly = (options.isolation ?? "read_committed") === "read_committed";
+  const { Kafka, logLevel } = await loadKafkajs();
   const kafka = new Kafka({
     brokers: [...brokers],
     clientId: "onceflow-testkit-reader",

@@ -7,6 +7,7 @@ import { startContainerKafka } from "./container-kafka.js";
 import { brokersFromEnvironment, probeKafkaEnvironment, useEnvironmentKafka } from "./environment-kafka.js";
 import type { KafkaService, StartKafkaOptions } from "./kafka-service.js";
 import { resolveKafkaVersion } from "./kafka-versions.js";
+import { loadKafkajs } from "./kafkajs-loader.js";
 import { type LocalKafkaRequirements, probeLocalKafka, startLocalKafka } from "./local-kafka.js";
 
 /**
@@ -29,6 +30,7 @@ import { type LocalKafkaRequirements, probeLocalKafka, startLocalKafka } from ".
  * ```
  */
 export async function startKafka(options: StartKafkaOptions = {}): Promise<KafkaService> {
+  await loadKafkajs(); // an optional peer: say so before starting anything when it is missing
   const env = options.env ?? process.env;
   const version = resolveKafkaVersion(options.version, env);
   const cacheDir = options.cacheDir ?? onceflowCacheDir(env);

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
+import { loadPg } from "./pg-loader.js";
 
 /**
  * What a server said about itself once it accepted a connection.
@@ -23,6 +23,7 @@ export interface PostgresFacts {
  * ```
  */
 export async function readPostgresFacts(connectionString: string): Promise<PostgresFacts> {
+  const pg = await loadPg();
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {

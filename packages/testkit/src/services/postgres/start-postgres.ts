@@ -10,6 +10,7 @@ import {
   useEnvironmentPostgres,
 } from "./environment-postgres.js";
 import { probeLocalPostgres, type ServerUser, startLocalPostgres } from "./local-postgres.js";
+import { loadPg } from "./pg-loader.js";
 import type { PostgresBinaries } from "./postgres-binaries.js";
 import type { PostgresService, StartPostgresOptions } from "./postgres-service.js";
 
@@ -38,6 +39,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     throw new ConfigurationError("maxPreparedTransactions", `must be an integer ≥ 0, got ${maxPrepared}`);
   }
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  await loadPg(); // an optional peer: say so before starting anything when it is missing
   let local: { binaries: PostgresBinaries; user: ServerUser } | undefined;
 
   const order = providerOrder({

@@ -1,0 +1,60 @@
+// The job of the `onceflow-eos-threads` candidate, built in each worker thread by
+// runSubtasksInThreads (see onceflow-threads.mjs): KafkaSource → map → KafkaSink, the same as
+// onceflow-job.mjs, at BENCH_PARALLELISM. Each thread counts its own records and, when its job
+// ended, posts the count on a BroadcastChannel for the main thread to add up.
+import { threadId } from "node:worker_threads";
+import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
+import { filesystem, Job } from "@onceflow/core";
+import { createReport } from "./report.mjs";
+
+/** The channel the threads' counts go to. */
+export const REPORT_CHANNEL = "onceflow-bench-thread-report";
+
+export function createJob(launch) {
+  const env = process.env;
+  const brokers = env.BENCH_BROKERS.split(",");
+  const report = createReport();
+  const job = new Job({
+    jobId: `bench-${env.BENCH_PREFIX}`,
+    parallelism: Number(env.BENCH_PARALLELISM),
+    checkpointing: { interval: 1000, storage: filesystem(env.BENCH_CHECKPOINTS) },
+    restartStrategy: { type: "none" },
+    ...launch,
+  });
+  job
+    .fromSource(
+      new KafkaSource({
+        brokers,
+        topics: [env.BENCH_INPUT],
+        startingOffsets: "earliest",
+        stoppingOffsets: "latest",
+        value: Deserializers.buffer(),
+        key: Deserializers.buffer(),
+      }),
+      { uid: "in" },
+    )
+    .map((record) => {
+      report.processed();
+      return record.value ?? Buffer.alloc(0);
+    })
+    .sinkTo(
+      new KafkaSink({
+        brokers,
+        topic: env.BENCH_OUTPUT,
+        deliveryGuarantee: env.BENCH_MODE,
+        transactionalIdPrefix: env.BENCH_PREFIX,
+      }),
+      { uid: "out" },
+    );
+  const execute = job.execute.bind(job);
+  job.execute = async () => {
+    try {
+      return await execute();
+    } finally {
+      const channel = new BroadcastChannel(REPORT_CHANNEL);
+      channel.postMessage({ threadId, ...report.snapshot() });
+      channel.close();
+    }
+  };
+  return job;
+}

@@ -1,0 +1,36 @@
+// The `onceflow-eos-threads` candidate: onceflow-job.mjs's pipeline at parallelism P, each subtask
+// in a worker thread of this one process (runSubtasksInThreads). The threads count their own
+// records (onceflow-thread-job.mjs); this main thread adds their counts up and reports the total.
+//   node onceflow-threads.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> <parallelism>
+import { runSubtasksInThreads } from "@onceflow/core";
+import { REPORT_CHANNEL } from "./onceflow-thread-job.mjs";
+import { createReport } from "./report.mjs";
+
+const [brokers, input, output, mode, directory, prefix, parallelism] = process.argv.slice(2);
+// Worker threads get a copy of this environment when they start.
+Object.assign(process.env, {
+  BENCH_BROKERS: brokers,
+  BENCH_INPUT: input,
+  BENCH_OUTPUT: output,
+  BENCH_MODE: mode,
+  BENCH_CHECKPOINTS: directory,
+  BENCH_PREFIX: prefix,
+  BENCH_PARALLELISM: parallelism,
+});
+const report = createReport();
+const channel = new BroadcastChannel(REPORT_CHANNEL);
+let reported = 0;
+let allReported = () => {};
+const everyThread = new Promise((resolve) => {
+  allReported = resolve;
+});
+channel.onmessage = ({ data }) => {
+  report.absorb(data);
+  reported += 1;
+  if (reported === Number(parallelism)) allReported();
+};
+const threads = await runSubtasksInThreads({ module: new URL("./onceflow-thread-job.mjs", import.meta.url) });
+await threads.finished;
+await everyThread;
+channel.close();
+await report.doneAndWait();

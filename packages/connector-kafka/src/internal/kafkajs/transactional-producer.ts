@@ -1,0 +1,451 @@
+/**
+ * The exactly-once produce path: records of one open transaction, partitioned in one pass, appended
+ * to one record batch per partition, sent as Produce requests encoded here — several in flight per
+ * broker, at most one per partition — and flushed before the checkpoint.
+ *
+ * Ordering and exactly-once: every partition is a lane with its own sequence numbers (0 after
+ * InitProducerId, counted here). A batch gets its base sequence when it is sealed and keeps it: a
+ * retriable error (leader moved, request timed out, connection lost) resends the same bytes after
+ * a metadata refresh, and the broker drops what it already has (DUPLICATE_SEQUENCE_NUMBER, or the
+ * original offset). With one request in flight per partition a later batch never overtakes an
+ * earlier one. Any other error (OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch, a rejected record)
+ * fails the producer: the sink's next write or its pre-commit throws, and the attempt restarts from
+ * the last checkpoint, with the transaction aborted.
+ *
+ * Batching adapts to the round trip: a partition's open batch is sealed when its lane is free (or
+ * the batch is full), so records that arrive while a request is in flight ride in the next batch.
+ */
+
+import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
+import { RecordBatchBuilder } from "./record-batch-encoder.js";
+
+/** A record to produce: kafkajs's `Message`. */
+export interface ProducerMessage {
+  readonly key?: Buffer | string | null;
+  readonly value: Buffer | string | null;
+  readonly partition?: number;
+  readonly headers?: Readonly<Record<string, Buffer | string | Array<Buffer | string> | undefined>>;
+  readonly timestamp?: string;
+}
+
+/** Records for one topic. */
+export interface TopicMessages {
+  readonly topic: string;
+  readonly messages: readonly ProducerMessage[];
+}
+
+/** What the producer needs from the cluster connection (kafkajs keeps connections, metadata, SASL). */
+export interface ProduceCluster {
+  /** The topic's partitions from (cached) metadata, loading the topic's metadata the first time. */
+  partitionMetadata(topic: string): Promise<ReadonlyArray<{ partitionId: number; leader: number }>>;
+  /** The node id of the partition's leader in the current metadata. */
+  leaderOf(topic: string, partition: number): number | undefined;
+  refreshMetadata(): Promise<void>;
+  /** Sends a Produce request body to a broker and returns the response body. */
+  produce(nodeId: number, apiVersion: number, body: Buffer): Promise<Buffer>;
+  /** Called after a request to `nodeId` failed on its connection. */
+  connectionFailed(nodeId: number, error: unknown): Promise<void>;
+  /** AddPartitionsToTxn for partitions not yet in the transaction (retried inside). */
+  addPartitions(topics: Array<{ topic: string; partitions: Array<{ partition: number }> }>): Promise<void>;
+  /** The kafkajs protocol error for a broker error code (typed, with `retriable`). */
+  errorFromCode(code: number): Error;
+}
+
+/** Limits and identity of one transactional producer. */
+export interface TransactionalProducerOptions {
+  readonly transactionalId: string;
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly cluster: ProduceCluster;
+  /** kafkajs's partitioner function (one instance per producer: it keeps the round-robin counter). */
+  readonly partitioner: (args: {
+    topic: string;
+    partitionMetadata: Array<{ partitionId: number; leader: number }>;
+    message: ProducerMessage;
+  }) => number;
+  /** Turns a failed send into the error the sink throws; gets the records of the failed batch. */
+  readonly mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
+  /** Resends of one batch after retriable errors, with exponential backoff. */
+  readonly retry: { retries: number; initialRetryTime: number; maxRetryTime: number; multiplier: number };
+  /** A batch is sealed at this size (default 256 KiB); a lone larger record gets a batch of its own. */
+  readonly batchBytes?: number;
+  /** Produce requests in flight per broker (default 5, Kafka's limit for idempotent producers). */
+  readonly maxInFlightRequestsPerBroker?: number;
+  /** Sealed, unacknowledged bytes above which `send` waits (default 16 MiB). */
+  readonly maxBufferedBytes?: number;
+  /** The broker's wait for acks=all (Produce timeout, default 30 s). */
+  readonly ackTimeoutMs?: number;
+}
+
+const DEFAULT_BATCH_BYTES = 256 * 1024;
+const DEFAULT_MAX_IN_FLIGHT = 5;
+const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+const DEFAULT_ACK_TIMEOUT_MS = 30_000;
+/** A request carries the head batch of each ready partition of its broker, up to this size. */
+const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
+const PRODUCE_VERSION = 3;
+const ACKS_ALL = -1;
+const NONE = 0;
+const DUPLICATE_SEQUENCE_NUMBER = 46;
+const MAX_SEQUENCE = 0x7fffffff;
+
+interface SealedBatch {
+  readonly bytes: Buffer;
+  readonly messages: readonly ProducerMessage[];
+  attempts: number;
+}
+
+interface Lane {
+  readonly topic: string;
+  readonly partition: number;
+  builder: RecordBatchBuilder | undefined;
+  messages: ProducerMessage[];
+  readonly queue: SealedBatch[];
+  /** A request for the head batch is in flight, or it waits to be resent. */
+  busy: boolean;
+  nextSequence: number;
+  added: boolean;
+}
+
+/**
+ * One open transaction's producer. `send` returns once the records are batched (waiting only when
+ * too much is unacknowledged); `flush` returns when every record is acknowledged, or throws the
+ * first failure; `close` stops sending and waits for what is in flight.
+ *
+ * @example
+ * ```ts
+ * const producer = new TransactionalProducer({ transactionalId, producerId, producerEpoch, cluster,
+ *   partitioner, mapFailure: (error) => error, retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 } });
+ * await producer.send([{ topic: "orders", messages: [{ value: "a" }] }]);
+ * await producer.flush();
+ * ```
+ */
+export class TransactionalProducer {
+  /** Every lane, in the order they were made; `topicLanes` finds them by topic and partition. */
+  private readonly lanes: Lane[] = [];
+  private readonly topicLanes = new Map<string, Lane[]>();
+  private readonly batchBytes: number;
+  private readonly maxInFlight: number;
+  private readonly maxBufferedBytes: number;
+  private readonly ackTimeoutMs: number;
+  private readonly requestsInFlight = new Map<number, number>();
+  private readonly pending = new Set<Promise<void>>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private bufferedBytes = 0;
+  private failure: { error: unknown } | undefined;
+  private closed = false;
+  private waiters: Array<() => void> = [];
+  private adding: Promise<void> = Promise.resolve();
+  private refreshing: Promise<void> | undefined;
+
+  constructor(private readonly options: TransactionalProducerOptions) {
+    this.batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
+    this.maxInFlight = options.maxInFlightRequestsPerBroker ?? DEFAULT_MAX_IN_FLIGHT;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.ackTimeoutMs = options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
+  }
+
+  /** Partitions and batches the records and sends what is ready; throws an earlier send's failure. */
+  async send(topicMessages: readonly TopicMessages[]): Promise<void> {
+    this.throwIfFailed();
+    if (this.closed) throw new Error("TransactionalProducer: send after close");
+    const now = Date.now();
+    const { cluster, partitioner } = this.options;
+    for (const { topic, messages } of topicMessages) {
+      if (messages.length === 0) continue;
+      const partitionMetadata = (await cluster.partitionMetadata(topic)) as Array<{
+        partitionId: number;
+        leader: number;
+      }>;
+      this.throwIfFailed();
+      let lanes = this.topicLanes.get(topic);
+      if (lanes === undefined) {
+        lanes = [];
+        this.topicLanes.set(topic, lanes);
+      }
+      // One pass: each record goes straight into its partition's open batch.
+      for (const message of messages) {
+        const partition = partitioner({ topic, partitionMetadata, message });
+        const lane = lanes[partition] ?? this.newLane(lanes, topic, partition);
+        let builder = lane.builder;
+        if (builder === undefined) {
+          builder = new RecordBatchBuilder(this.batchBytes);
+          lane.builder = builder;
+        }
+        if (!builder.tryAppend(message, now)) {
+          this.seal(lane);
+          this.pump();
+          builder = new RecordBatchBuilder(this.batchBytes);
+          lane.builder = builder;
+          builder.tryAppend(message, now);
+        }
+        lane.messages.push(message);
+      }
+    }
+    this.pump();
+    while (this.bufferedBytes > this.maxBufferedBytes && this.failure === undefined && !this.closed) {
+      await this.changed();
+    }
+    this.throwIfFailed();
+  }
+
+  /** Sends every open batch and waits until all are acknowledged; throws the first failure. */
+  async flush(): Promise<void> {
+    this.throwIfFailed();
+    for (const lane of this.lanes) if (lane.builder !== undefined) this.seal(lane);
+    this.pump();
+    while (this.bufferedBytes > 0 && this.failure === undefined && !this.closed) await this.changed();
+    this.throwIfFailed();
+    if (this.bufferedBytes > 0)
+      throw new Error("TransactionalProducer: closed before every record was acknowledged");
+  }
+
+  /** Sends nothing more and waits for the requests in flight (before the transaction is aborted). */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    this.wake();
+  }
+
+  // ---- internals --------------------------------------------------------------------------------
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
+  }
+
+  private newLane(lanes: Lane[], topic: string, partition: number): Lane {
+    if (!Number.isInteger(partition) || partition < 0) {
+      throw new Error(
+        `the partitioner chose partition ${partition} of topic '${topic}': it must return a partition number`,
+      );
+    }
+    const lane: Lane = {
+      topic,
+      partition,
+      builder: undefined,
+      messages: [],
+      queue: [],
+      busy: false,
+      nextSequence: 0,
+      added: false,
+    };
+    lanes[partition] = lane;
+    this.lanes.push(lane);
+    return lane;
+  }
+
+  /** Closes the lane's open batch with the lane's next sequence number and queues it. */
+  private seal(lane: Lane): void {
+    const builder = lane.builder;
+    if (builder === undefined || builder.count === 0) return;
+    const bytes = builder.finish({
+      producerId: this.options.producerId,
+      producerEpoch: this.options.producerEpoch,
+      baseSequence: lane.nextSequence,
+      transactional: true,
+    });
+    lane.nextSequence = nextSequence(lane.nextSequence, builder.count);
+    lane.queue.push({ bytes, messages: lane.messages, attempts: 0 });
+    lane.builder = undefined;
+    lane.messages = [];
+    this.bufferedBytes += bytes.length;
+  }
+
+  /** Sends the head batch of every free lane, grouped by leader, within the in-flight limits. */
+  private pump(): void {
+    if (this.failure !== undefined || this.closed) return;
+    const ready = new Map<number, Lane[]>();
+    for (const lane of this.lanes) {
+      if (lane.busy) continue;
+      // A free lane seals what gathered while its last request was in flight.
+      if (lane.queue.length === 0) this.seal(lane);
+      if (lane.queue.length === 0) continue;
+      const leader = this.options.cluster.leaderOf(lane.topic, lane.partition);
+      if (leader === undefined) {
+        this.retryLater(lane, this.options.cluster.errorFromCode(LEADER_NOT_AVAILABLE));
+        continue;
+      }
+      let list = ready.get(leader);
+      if (list === undefined) {
+        list = [];
+        ready.set(leader, list);
+      }
+      list.push(lane);
+    }
+    for (const [nodeId, lanes] of ready) {
+      let next = 0;
+      while (next < lanes.length && (this.requestsInFlight.get(nodeId) ?? 0) < this.maxInFlight) {
+        const request: Lane[] = [];
+        let bytes = 0;
+        while (next < lanes.length) {
+          const lane = lanes[next] as Lane;
+          const size = (lane.queue[0] as SealedBatch).bytes.length;
+          if (request.length > 0 && bytes + size > MAX_REQUEST_BYTES) break;
+          request.push(lane);
+          bytes += size;
+          next++;
+        }
+        for (const lane of request) lane.busy = true;
+        this.requestsInFlight.set(nodeId, (this.requestsInFlight.get(nodeId) ?? 0) + 1);
+        const sent: Promise<void> = this.produce(nodeId, request).finally(() => {
+          this.pending.delete(sent);
+          this.requestsInFlight.set(nodeId, (this.requestsInFlight.get(nodeId) ?? 1) - 1);
+          this.pump();
+          this.wake();
+        });
+        this.pending.add(sent);
+      }
+    }
+  }
+
+  /** One Produce request with the head batch of each lane; settles each lane's batch. */
+  private async produce(nodeId: number, lanes: Lane[]): Promise<void> {
+    const { cluster } = this.options;
+    try {
+      await this.addToTransaction(lanes);
+    } catch (error) {
+      // AddPartitionsToTxn was retried already: what remains is not a leader problem.
+      this.fail(error, lanes[0] as Lane);
+      return;
+    }
+    if (this.closed || this.failure !== undefined) {
+      for (const lane of lanes) lane.busy = false;
+      return;
+    }
+    let responses: ReturnType<typeof decodeProduceResponse>;
+    try {
+      const body = encodeProduceRequest({
+        transactionalId: this.options.transactionalId,
+        acks: ACKS_ALL,
+        timeoutMs: this.ackTimeoutMs,
+        partitions: lanes.map((lane) => ({
+          topic: lane.topic,
+          partition: lane.partition,
+          batch: (lane.queue[0] as SealedBatch).bytes,
+        })),
+      });
+      responses = decodeProduceResponse(await cluster.produce(nodeId, PRODUCE_VERSION, body));
+    } catch (error) {
+      if (!isRetriable(error)) {
+        this.fail(error, lanes[0] as Lane);
+        return;
+      }
+      await cluster.connectionFailed(nodeId, error).catch(() => undefined);
+      for (const lane of lanes) this.retryLater(lane, error);
+      return;
+    }
+    const codes = new Map<string, number>();
+    for (const r of responses) codes.set(`${r.topic}\u0000${r.partition}`, r.errorCode);
+    for (const lane of lanes) {
+      const code = codes.get(`${lane.topic}\u0000${lane.partition}`);
+      if (code === NONE || code === DUPLICATE_SEQUENCE_NUMBER) {
+        const done = lane.queue.shift() as SealedBatch;
+        this.bufferedBytes -= done.bytes.length;
+        lane.busy = false;
+        continue;
+      }
+      const error =
+        code === undefined
+          ? new Error(`the broker did not answer for ${lane.topic}-${lane.partition} in its Produce response`)
+          : cluster.errorFromCode(code);
+      if (isRetriable(error)) this.retryLater(lane, error);
+      else this.fail(error, lane);
+    }
+  }
+
+  /** AddPartitionsToTxn for the lanes' partitions not yet in the transaction, one call at a time. */
+  private addToTransaction(lanes: readonly Lane[]): Promise<void> {
+    if (lanes.every((lane) => lane.added)) return Promise.resolve();
+    const added = this.adding.then(async () => {
+      const missing = lanes.filter((lane) => !lane.added);
+      if (missing.length === 0) return;
+      const byTopic = new Map<string, Array<{ partition: number }>>();
+      for (const lane of missing) {
+        const list = byTopic.get(lane.topic) ?? [];
+        list.push({ partition: lane.partition });
+        byTopic.set(lane.topic, list);
+      }
+      await this.options.cluster.addPartitions(
+        [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+      );
+      for (const lane of missing) lane.added = true;
+    });
+    this.adding = added.catch(() => undefined);
+    return added;
+  }
+
+  /** Resends the lane's head batch (same bytes, same sequence) after backoff and fresh metadata. */
+  private retryLater(lane: Lane, error: unknown): void {
+    const batch = lane.queue[0] as SealedBatch;
+    batch.attempts++;
+    const { retries, initialRetryTime, maxRetryTime, multiplier } = this.options.retry;
+    if (batch.attempts > retries) {
+      this.fail(error, lane);
+      return;
+    }
+    lane.busy = true;
+    const delay = Math.min(maxRetryTime, initialRetryTime * multiplier ** (batch.attempts - 1));
+    const timer = setTimeout(
+      () => {
+        this.retryTimers.delete(timer);
+        const resume: Promise<void> = this.refreshMetadata().then(() => {
+          lane.busy = false;
+          this.pump();
+        });
+        this.pending.add(resume);
+        void resume.finally(() => this.pending.delete(resume));
+      },
+      delay * (0.8 + Math.random() * 0.4),
+    );
+    this.retryTimers.add(timer);
+  }
+
+  /** One metadata refresh for every lane that waits on it; its failure shows in the next send. */
+  private refreshMetadata(): Promise<void> {
+    this.refreshing ??= this.options.cluster
+      .refreshMetadata()
+      .catch(() => undefined)
+      .finally(() => {
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
+  }
+
+  private fail(error: unknown, lane: Lane): void {
+    if (this.failure === undefined) {
+      const batch = lane.queue[0];
+      const records = [{ topic: lane.topic, messages: batch?.messages ?? [] }];
+      this.failure = { error: this.options.mapFailure(error, records) };
+      for (const timer of this.retryTimers) clearTimeout(timer);
+      this.retryTimers.clear();
+    }
+    this.wake();
+  }
+
+  /** Resolves when something changed: an acknowledgement, a failure, a close. */
+  private changed(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+const LEADER_NOT_AVAILABLE = 5;
+
+/** Kafka's sequence arithmetic: sequences wrap to 0 after 2^31 - 1. */
+function nextSequence(sequence: number, increment: number): number {
+  return sequence > MAX_SEQUENCE - increment
+    ? increment - (MAX_SEQUENCE - sequence) - 1
+    : sequence + increment;
+}
+
+/** Leader moves, timeouts and lost connections are resent; everything else fails the send. */
+function isRetriable(error: unknown): boolean {
+  return (error as { retriable?: unknown } | null)?.retriable === true;
+}

@@ -1,0 +1,143 @@
+// The lean exactly-once produce path against the real broker: ordering, deduplication of resent
+// batches, failures. Faults are injected between the producer and kafkajs's connection, never in
+// the broker.
+import { randomUUID } from "node:crypto";
+import { createKafkaTopic, readCommittedKafkaRecords } from "@onceflow/testkit";
+import { sharedKafka } from "@onceflow/testkit/vitest";
+import { Kafka, logLevel, Partitioners } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../src/internal/kafkajs/internals.js";
+import type { ProduceCluster } from "../src/internal/kafkajs/transactional-producer.js";
+
+const brokers = () => [...sharedKafka().brokers];
+const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+let connection: KafkaConnection;
+beforeAll(async () => {
+  connection = new KafkaConnection(
+    new Kafka({ brokers: brokers(), clientId: "producer-test", logLevel: logLevel.NOTHING }),
+  );
+  await connection.connect();
+});
+afterAll(async () => {
+  await connection?.disconnect();
+});
+
+async function begin(
+  options: Partial<Parameters<KafkaConnection["beginTransaction"]>[0]> = {},
+): Promise<OpenTransaction> {
+  return connection.beginTransaction({
+    transactionalId: unique("producer-test"),
+    transactionTimeout: 60_000,
+    partitioner: Partitioners.DefaultPartitioner,
+    mapFailure: (error) => error,
+    ...options,
+  });
+}
+
+const commit = (open: OpenTransaction, commit = true) => connection.endTransaction(open, commit);
+
+/** 10,000 keyed records with headers, sent in chunks; value = sequence number per key. */
+async function sendKeyed(open: OpenTransaction, topic: string, keys = 50, chunks = 20, perChunk = 500) {
+  let n = 0;
+  for (let c = 0; c < chunks; c++) {
+    const messages = Array.from({ length: perChunk }, () => {
+      const i = n++;
+      return {
+        key: `k${i % keys}`,
+        value: `${Math.floor(i / keys)}`.padEnd(40, "."),
+        headers: { source: "test", n: Buffer.from(String(i)) },
+        ...(i % 7 === 0 ? { timestamp: String(1_700_000_000_000 + i) } : {}),
+      };
+    });
+    await open.send([{ topic, messages }]);
+  }
+  return n;
+}
+
+/** Every key's values appear once and in the order sent. */
+function expectOncePerKeyInOrder(
+  records: Array<{ key: string | null; value: string | null }>,
+  keys: number,
+  total: number,
+) {
+  expect(records).toHaveLength(total);
+  const next = new Map<string, number>();
+  for (const r of records) {
+    const expected = next.get(r.key as string) ?? 0;
+    expect(Number.parseInt(r.value as string, 10)).toBe(expected);
+    next.set(r.key as string, expected + 1);
+  }
+  expect(next.size).toBe(keys);
+}
+
+describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () => {
+  it("writes every record once, in order per key, over many small batches and bounded buffers", async () => {
+    const topic = unique("producer-order");
+    await createKafkaTopic(brokers(), topic, { partitions: 3 });
+    const open = await begin({ tuning: { batchBytes: 2_048, maxBufferedBytes: 16 * 1024 } });
+    const total = await sendKeyed(open, topic);
+    await open.flush();
+    await commit(open);
+    const records = await readCommittedKafkaRecords(brokers(), topic);
+    // Per partition the reader returns offset order; a key lives in one partition.
+    expectOncePerKeyInOrder(records, 50, total);
+    expect(records.find((r) => r.key === "k3")?.headers).toEqual({ source: "test", n: "3" });
+  });
+
+  it("resends a batch whose response was lost with the same sequence: the broker keeps it once", async () => {
+    const topic = unique("producer-resend");
+    await createKafkaTopic(brokers(), topic, { partitions: 2 });
+    let calls = 0;
+    let lost = 0;
+    const losingResponses = (cluster: ProduceCluster): ProduceCluster => ({
+      ...cluster,
+      produce: async (nodeId, version, body) => {
+        const response = await cluster.produce(nodeId, version, body);
+        // Every third request: the broker wrote it, the client never hears back.
+        if (calls++ % 3 === 1) {
+          lost++;
+          throw Object.assign(new Error("injected: connection lost after the broker wrote"), {
+            name: "KafkaJSConnectionError",
+            retriable: true,
+          });
+        }
+        return response;
+      },
+    });
+    const open = await begin({ tuning: { batchBytes: 4_096 }, wrapCluster: losingResponses });
+    const total = await sendKeyed(open, topic, 20, 10, 300);
+    await open.flush();
+    await commit(open);
+    expect(lost).toBeGreaterThan(2);
+    expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 20, total);
+  });
+
+  it("fails on a non-retriable broker error: flush and later sends throw it, and the abort leaves nothing", async () => {
+    const topic = unique("producer-reject");
+    await createKafkaTopic(brokers(), topic, { partitions: 1, config: { "max.message.bytes": "2000" } });
+    const open = await begin();
+    await open.send([{ topic, messages: [{ value: "small" }, { value: "x".repeat(5_000) }] }]);
+    const failure = await open.flush().catch((error: unknown) => error);
+    expect(kafkaErrorType(failure)).toBe("MESSAGE_TOO_LARGE");
+    await expect(open.send([{ topic, messages: [{ value: "more" }] }])).rejects.toBe(failure);
+    await open.close();
+    await commit(open, false);
+    expect(await readCommittedKafkaRecords(brokers(), topic, { isolation: "read_uncommitted" })).toEqual([]);
+  });
+
+  it("a fenced producer's writes are refused with a typed error", async () => {
+    const topic = unique("producer-fenced");
+    await createKafkaTopic(brokers(), topic, { partitions: 1 });
+    const transactionalId = unique("producer-fenced");
+    const open = await begin({ transactionalId });
+    await open.send([{ topic, messages: [{ value: "before" }] }]);
+    await open.flush();
+    await connection.fence(transactionalId, 60_000);
+    await open.send([{ topic, messages: [{ value: "after" }] }]);
+    const failure = await open.flush().catch((error: unknown) => error);
+    expect(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]).toContain(kafkaErrorType(failure));
+    await open.close();
+    expect(await readCommittedKafkaRecords(brokers(), topic)).toEqual([]);
+  });
+});

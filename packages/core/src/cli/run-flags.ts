@@ -1,0 +1,126 @@
+import { ConfigurationError } from "../errors/onceflow-error.js";
+
+/**
+ * The flags of `onceflow run` as commander hands them over (strings, unparsed).
+ *
+ * @example
+ * ```ts
+ * const flags: RawRunFlags = { subtask: "from-hostname", metricsPort: "9464", metricsHost: "0.0.0.0" };
+ * ```
+ */
+export interface RawRunFlags {
+  readonly jobExport?: string;
+  readonly subtask?: string;
+  readonly threads?: boolean;
+  readonly metricsPort?: string;
+  readonly metricsHost?: string;
+  readonly readyMaxCheckpointAge?: string;
+  readonly uiPort?: string;
+  readonly uiHost?: string;
+}
+
+/**
+ * The flags of `onceflow run`, checked.
+ *
+ * @example
+ * ```ts
+ * const flags = parseRunFlags({ metricsPort: "0" }, process.env); // { metricsPort: 0, metricsHost: "127.0.0.1", … }
+ * ```
+ */
+export interface RunFlags {
+  readonly jobExport: string | undefined;
+  readonly subtaskIndex: number | undefined;
+  /** `--threads`: every subtask in a worker thread of this process. */
+  readonly threads: boolean;
+  readonly metricsPort: number | undefined;
+  readonly metricsHost: string;
+  readonly readyMaxCheckpointAgeMs: number | undefined;
+  readonly uiPort: number | undefined;
+  readonly uiHost: string;
+}
+
+/** Where the endpoints and the dashboard listen unless told otherwise: this machine only (`0.0.0.0` in a pod). */
+export const DEFAULT_METRICS_HOST = "127.0.0.1";
+
+/**
+ * Checks the flags of `onceflow run`; `env` supplies `HOSTNAME` for `--subtask from-hostname`.
+ * Throws a `CONFIGURATION` error naming the flag and what to change.
+ *
+ * @example
+ * ```ts
+ * parseRunFlags({ subtask: "from-hostname" }, { HOSTNAME: "orders-2" }).subtaskIndex; // 2
+ * ```
+ */
+export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, string | undefined>>): RunFlags {
+  const metricsPort =
+    raw.metricsPort === undefined ? undefined : parsePort("--metrics-port", raw.metricsPort);
+  const uiPort = raw.uiPort === undefined ? undefined : parsePort("--ui-port", raw.uiPort);
+  if (raw.readyMaxCheckpointAge !== undefined && metricsPort === undefined) {
+    throw new ConfigurationError(
+      "--ready-max-checkpoint-age",
+      "applies to /readyz, which is served with --metrics-port: add --metrics-port <port>",
+    );
+  }
+  if (raw.threads === true && raw.subtask !== undefined) {
+    throw new ConfigurationError(
+      "--threads",
+      "runs every subtask of the job, each in its own thread, and --subtask runs one: pass only one of them",
+    );
+  }
+  return {
+    jobExport: raw.jobExport,
+    subtaskIndex: raw.subtask === undefined ? undefined : parseSubtask(raw.subtask, env),
+    threads: raw.threads === true,
+    metricsPort,
+    metricsHost: raw.metricsHost ?? DEFAULT_METRICS_HOST,
+    readyMaxCheckpointAgeMs:
+      raw.readyMaxCheckpointAge === undefined
+        ? undefined
+        : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
+    uiPort,
+    uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+  };
+}
+
+/**
+ * `--subtask`: a whole number, or `from-hostname` — the trailing `-<n>` of `HOSTNAME`, which a
+ * Kubernetes StatefulSet pod gets (`orders-2` runs subtask 2).
+ *
+ * @example
+ * ```ts
+ * parseSubtask("from-hostname", { HOSTNAME: "orders-job-3" }); // 3
+ * ```
+ */
+export function parseSubtask(value: string, env: Readonly<Record<string, string | undefined>>): number {
+  if (value === "from-hostname") {
+    const hostname = env.HOSTNAME;
+    const match = hostname === undefined ? null : /-(\d+)$/.exec(hostname);
+    if (match === null) {
+      throw new ConfigurationError(
+        "--subtask",
+        `from-hostname takes the subtask from the trailing -<n> of HOSTNAME (a StatefulSet pod such as orders-2), but HOSTNAME is ${hostname === undefined ? "not set" : JSON.stringify(hostname)}; pass --subtask <n> instead`,
+      );
+    }
+    return Number(match[1]);
+  }
+  return parseWhole("--subtask", value, 0, "a whole number ≥ 0 or from-hostname");
+}
+
+function parsePort(flag: string, value: string): number {
+  const port = parseWhole(flag, value, 0, "a port from 0 to 65535 (0 picks a free one)");
+  if (port > 65_535) throw new ConfigurationError(flag, `must be a port from 0 to 65535, got ${value}`);
+  return port;
+}
+
+function parseWhole(
+  flag: string,
+  value: string,
+  minimum: number,
+  what = `a whole number ≥ ${minimum}`,
+): number {
+  const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(Number.isSafeInteger(parsed) && parsed >= minimum)) {
+    throw new ConfigurationError(flag, `must be ${what}, got ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}

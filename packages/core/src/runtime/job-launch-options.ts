@@ -1,0 +1,21 @@
+import type { Metrics } from "../observability/metrics.js";
+
+/**
+ * What a launcher (the `onceflow run` CLI, a test) hands to a module's `createJob(launch)`: spread
+ * it into the job's options so that `--subtask` and `--metrics-port` reach the job.
+ *
+ * @example
+ * ```ts
+ * export function createJob(launch: JobLaunchOptions = {}): Job {
+ *   const job = new Job({ jobId: "orders", parallelism: 3, checkpointing: { interval: 1000 }, ...launch });
+ *   // … sources, transformations, sinks
+ *   return job;
+ * }
+ * ```
+ */
+export interface JobLaunchOptions {
+  /** Run only this subtask in this process (`--subtask`). */
+  readonly subtaskIndex?: number;
+  /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
+  readonly metrics?: Metrics;
+}

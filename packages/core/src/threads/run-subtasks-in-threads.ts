@@ -1,0 +1,287 @@
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
+import { ConfigurationError, ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
+import type { JobStatus } from "../runtime/job-status.js";
+import { type AggregatedMetrics, aggregateMetrics, loadPromClient } from "./aggregate-metrics.js";
+import { combineStatuses, startingStatus } from "./combine-statuses.js";
+import { buildThreadJob, pickJobFactory, type ThreadJob, threadPlanOf } from "./thread-job.js";
+import type {
+  FromSubtaskThread,
+  SubtaskEnding,
+  SubtaskThreadData,
+  ToSubtaskThread,
+} from "./thread-messages.js";
+
+/**
+ * Options of {@link runSubtasksInThreads}.
+ *
+ * @example
+ * ```ts
+ * const options: SubtaskThreadsOptions = { module: "./dist/job.js", metrics: true, handleSignals: true };
+ * ```
+ */
+export interface SubtaskThreadsOptions {
+  /** The job module: a path (relative to the current folder) or a `file:` URL. */
+  readonly module: string | URL;
+  /** The export that builds the job from its `JobLaunchOptions` (default `createJob`). */
+  readonly exportName?: string;
+  /** Each thread reports into a prom-client registry; `metrics()` merges them (needs prom-client). */
+  readonly metrics?: boolean;
+  /** Stop every thread with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
+  readonly handleSignals?: boolean;
+  /** How often each thread posts its job's status to the main thread (default 500 ms). */
+  readonly statusIntervalMs?: number;
+}
+
+/**
+ * How one subtask's job ended: its `JobResult` (`endedBy`, `lastCheckpointId`, …) and its thread.
+ *
+ * @example
+ * ```ts
+ * const { subtaskIndex, endedBy, lastCheckpointId } = result.subtasks[0]!;
+ * ```
+ */
+export type SubtaskThreadResult = Readonly<Record<string, unknown>> & {
+  readonly subtaskIndex: number;
+  readonly threadId: number;
+};
+
+/**
+ * How a run in threads ended: every subtask's result.
+ *
+ * @example
+ * ```ts
+ * const { jobId, parallelism, subtasks } = await threads.finished;
+ * ```
+ */
+export interface SubtaskThreadsResult {
+  readonly jobId: string;
+  readonly parallelism: number;
+  readonly subtasks: readonly SubtaskThreadResult[];
+}
+
+/**
+ * A job running as one worker thread per subtask in this process.
+ *
+ * @example
+ * ```ts
+ * const threads = await runSubtasksInThreads({ module: "./job.js" });
+ * setTimeout(() => threads.stop(), 60_000);
+ * await threads.finished;
+ * ```
+ */
+export interface SubtaskThreads {
+  readonly jobId: string;
+  /** How many subtasks, so how many threads. */
+  readonly parallelism: number;
+  /** The `threadId` of each subtask's thread, by subtask index. */
+  readonly threadIds: readonly number[];
+  /** The threads' statuses combined: live and ready only when every thread is (see `combineStatuses`). */
+  status(): JobStatus;
+  /** The threads' Prometheus registries merged (with `metrics: true`); each series has its `subtask`. */
+  metrics(): Promise<AggregatedMetrics>;
+  /** The job's checkpoint storage, as the main thread built it (for the dashboard). */
+  checkpointStorage(): CheckpointStorage | undefined;
+  /** Stops every thread's job with a final checkpoint. */
+  stop(): void;
+  /**
+   * Resolves when every thread's job ended well; rejects with the first failure otherwise (a job
+   * that failed, or a thread that died) after the other threads stopped with a final checkpoint.
+   */
+  readonly finished: Promise<SubtaskThreadsResult>;
+}
+
+const DEFAULT_STATUS_INTERVAL_MS = 500;
+// A thread whose job ended but that a client's socket keeps alive is terminated after this long.
+const EXIT_GRACE_MS = 2000;
+// A thread that does not answer a metrics request in this long is left out of that scrape.
+const METRICS_TIMEOUT_MS = 5000;
+
+/**
+ * Runs a job's subtasks in worker threads of this process, one thread per subtask, so that one
+ * Node process uses as many cores as the job has subtasks. Each thread is exactly the
+ * one-process-per-subtask topology of `onceflow run --subtask <i>`: it imports the module, builds
+ * the job with `createJob({ subtaskIndex: i })`, and executes it — claiming its own incarnation
+ * scope in the shared checkpoint storage and checkpointing on its own. The main thread builds the
+ * job once without running it, to read its parallelism and to refuse, with a `CONFIGURATION`
+ * error, a job the threads cannot run (checkpointing off, or in-memory checkpoints, at
+ * parallelism above 1; a module without a `createJob` function).
+ *
+ * @example
+ * ```ts
+ * import { runSubtasksInThreads } from "@onceflow/core";
+ *
+ * const threads = await runSubtasksInThreads({ module: new URL("./job.js", import.meta.url), handleSignals: true });
+ * console.log(`${threads.parallelism} subtasks of ${threads.jobId} in threads ${threads.threadIds.join(", ")}`);
+ * const { subtasks } = await threads.finished; // SIGTERM: every thread stops with a final checkpoint
+ * ```
+ */
+export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Promise<SubtaskThreads> {
+  const moduleUrl = moduleUrlOf(options.module);
+  const exports = (await import(moduleUrl).catch((cause: unknown) => {
+    throw new ConfigurationError(
+      "module",
+      `cannot import ${moduleUrl}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  })) as Record<string, unknown>;
+  // Built once here, never executed: it tells the parallelism and is checked for threads.
+  const probe: ThreadJob = await buildThreadJob(pickJobFactory(exports, options.exportName), {});
+  const plan = threadPlanOf(probe);
+  const checkpointInterval = probe.status().checkpointInterval;
+  if (options.metrics === true) await loadPromClient();
+
+  const script = new URL("./subtask-thread.js", import.meta.url);
+  const threads = Array.from({ length: plan.parallelism }, (_, subtaskIndex) =>
+    startThread(script, {
+      moduleUrl,
+      exportName: options.exportName ?? "createJob",
+      subtaskIndex,
+      metrics: options.metrics === true,
+      statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+    }),
+  );
+  for (const thread of threads) thread.status = startingStatus(plan.jobId, thread.index, checkpointInterval);
+
+  let firstFailure: OnceflowError | undefined;
+  const stop = (): void => {
+    for (const thread of threads) thread.send({ type: "stop" });
+  };
+  const fail = (error: OnceflowError): void => {
+    firstFailure ??= error;
+    stop();
+  };
+  for (const thread of threads) thread.onFailure = fail;
+  const removeSignals = options.handleSignals === true ? onSignals(stop) : () => {};
+
+  const finished = Promise.all(threads.map((thread) => thread.exited)).then(() => {
+    removeSignals();
+    if (firstFailure !== undefined) throw firstFailure;
+    return {
+      jobId: plan.jobId,
+      parallelism: plan.parallelism,
+      subtasks: threads.map((thread) => ({
+        ...(thread.ending?.type === "finished" ? thread.ending.result : {}),
+        subtaskIndex: thread.index,
+        threadId: thread.threadId,
+      })),
+    };
+  });
+  // The caller may attach to `finished` late (after starting services): no unhandled rejection.
+  finished.catch(() => undefined);
+
+  return {
+    jobId: plan.jobId,
+    parallelism: plan.parallelism,
+    threadIds: threads.map((thread) => thread.threadId),
+    status: () => combineStatuses(threads.map((thread) => thread.status)),
+    metrics: async () => aggregateMetrics(await Promise.all(threads.map((thread) => thread.metricsJson()))),
+    checkpointStorage: () => probe.checkpointStorage(),
+    stop,
+    finished,
+  };
+}
+
+/** The main thread's view of one subtask thread. */
+interface SubtaskThread {
+  readonly index: number;
+  readonly threadId: number;
+  status: JobStatus;
+  ending: SubtaskEnding | undefined;
+  onFailure: (error: OnceflowError) => void;
+  readonly exited: Promise<void>;
+  send(message: ToSubtaskThread): void;
+  metricsJson(): Promise<unknown[]>;
+}
+
+function startThread(script: URL, data: SubtaskThreadData): SubtaskThread {
+  const worker = new Worker(script, { workerData: data });
+  const pendingMetrics = new Map<number, (json: unknown[]) => void>();
+  let nextRequest = 0;
+  let alive = true;
+  const name = `subtask ${data.subtaskIndex} (thread ${worker.threadId})`;
+  const thread: SubtaskThread = {
+    index: data.subtaskIndex,
+    threadId: worker.threadId,
+    status: startingStatus("", data.subtaskIndex),
+    ending: undefined,
+    onFailure: () => {},
+    exited: new Promise<void>((resolveExit) => {
+      worker.once("exit", (exitCode) => {
+        alive = false;
+        for (const answer of pendingMetrics.values()) answer([]);
+        pendingMetrics.clear();
+        if (thread.ending === undefined) {
+          thread.onFailure(
+            new OnceflowError(
+              "JOB_FAILED",
+              `the thread of ${name} exited with code ${exitCode} before its job ended`,
+            ),
+          );
+        }
+        resolveExit();
+      });
+    }),
+    send: (message) => {
+      if (alive) worker.postMessage(message);
+    },
+    metricsJson: () => {
+      if (!alive) return Promise.resolve([]);
+      const id = nextRequest++;
+      return new Promise<unknown[]>((answer) => {
+        const timer = setTimeout(() => {
+          pendingMetrics.delete(id);
+          answer([]);
+        }, METRICS_TIMEOUT_MS);
+        pendingMetrics.set(id, (json) => {
+          clearTimeout(timer);
+          answer(json);
+        });
+        worker.postMessage({ type: "metrics", id } satisfies ToSubtaskThread);
+      });
+    },
+  };
+  worker.on("message", (message: FromSubtaskThread) => {
+    switch (message.type) {
+      case "status":
+        thread.status = message.status;
+        return;
+      case "metrics":
+        pendingMetrics.get(message.id)?.(message.json);
+        pendingMetrics.delete(message.id);
+        return;
+      default:
+        thread.ending = message;
+        if (message.type === "failed") {
+          thread.onFailure(new OnceflowError(errorCodeOf(message.code), `${name}: ${message.message}`));
+        }
+        setTimeout(() => void worker.terminate(), EXIT_GRACE_MS).unref();
+    }
+  });
+  worker.on("error", (error) => {
+    // An uncaught error killed the thread (its job cannot have ended well); `exit` follows.
+    thread.ending ??= { type: "failed", code: "JOB_FAILED", message: error.message };
+    thread.onFailure(new OnceflowError("JOB_FAILED", `the thread of ${name} died: ${error.message}`));
+  });
+  return thread;
+}
+
+const CODES = new Set<string>(Object.values(ErrorCode));
+const errorCodeOf = (code: string): ErrorCode => (CODES.has(code) ? (code as ErrorCode) : "JOB_FAILED");
+
+function moduleUrlOf(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  if (/^file:/.test(module)) return module;
+  return pathToFileURL(resolve(process.cwd(), module)).href;
+}
+
+function onSignals(stop: () => void): () => void {
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  return () => {
+    process.off("SIGTERM", stop);
+    process.off("SIGINT", stop);
+  };
+}
