@@ -63,6 +63,8 @@ export const MetricNames = {
   restarts: "onceflow_restarts_total",
   recordsIn: "onceflow_records_in_total",
   recordsOut: "onceflow_records_out_total",
+  operatorRecordsIn: "onceflow_operator_records_in_total",
+  operatorRecordsOut: "onceflow_operator_records_out_total",
   recordsSkipped: "onceflow_records_skipped_total",
   recordsDeadLettered: "onceflow_records_dead_lettered_total",
   commitRetries: "onceflow_commit_retries_total",

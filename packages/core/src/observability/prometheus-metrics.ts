@@ -60,6 +60,8 @@ const KNOWN_LABELS: Readonly<Record<string, readonly string[]>> = {
   [MetricNames.restarts]: ["job"],
   [MetricNames.recordsIn]: SUBTASK_OPERATOR,
   [MetricNames.recordsOut]: SUBTASK_OPERATOR,
+  [MetricNames.operatorRecordsIn]: SUBTASK_OPERATOR,
+  [MetricNames.operatorRecordsOut]: SUBTASK_OPERATOR,
   [MetricNames.recordsSkipped]: SUBTASK_OPERATOR,
   [MetricNames.recordsDeadLettered]: SUBTASK_OPERATOR,
   [MetricNames.commitRetries]: SUBTASK_OPERATOR,

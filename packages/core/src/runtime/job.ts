@@ -505,6 +505,7 @@ export class Job {
     try {
       for (const operator of operators) {
         await operator.initialize(environment, restored?.[operator.uid]);
+        operator.attachFlowMetrics(environment);
         initialized.push(operator);
       }
       const sources = operators.filter(

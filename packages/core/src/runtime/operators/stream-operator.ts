@@ -1,6 +1,6 @@
 import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import type { Logger } from "../../observability/logger.js";
-import type { Metrics } from "../../observability/metrics.js";
+import { type Counter, type MetricLabels, MetricNames, type Metrics } from "../../observability/metrics.js";
 import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
 import type { OperatorStateSnapshot } from "../../state/operator-state-store.js";
 import type { Timer } from "../timer-queue.js";
@@ -59,6 +59,10 @@ export abstract class StreamOperator {
   private idleInputs: boolean[] = [false];
   /** The combined watermark of this operator's inputs. */
   currentWatermark = -Infinity;
+  // Flink's numRecordsIn/numRecordsOut of every operator, counted per batch (see attachFlowMetrics).
+  private flowLabels: MetricLabels = {};
+  private operatorRecordsIn: Counter | undefined;
+  private operatorRecordsOut: Counter | undefined;
 
   constructor(readonly uid: string) {}
 
@@ -81,6 +85,33 @@ export abstract class StreamOperator {
   private inputCount = 0;
 
   abstract processBatch(batch: RecordBatch): void | Promise<void>;
+
+  /**
+   * Counts the records this operator receives from upstream operators and emits downstream
+   * (`onceflow_operator_records_in_total` / `_out_total`, labelled job, subtask, operator).
+   */
+  attachFlowMetrics(environment: OperatorEnvironment): void {
+    const { metrics } = environment;
+    this.flowLabels = {
+      job: environment.jobId,
+      subtask: String(environment.subtaskIndex),
+      operator: this.uid,
+    };
+    this.operatorRecordsIn = metrics.counter(
+      MetricNames.operatorRecordsIn,
+      "Records an operator received from the operators before it",
+    );
+    this.operatorRecordsOut = metrics.counter(
+      MetricNames.operatorRecordsOut,
+      "Records an operator emitted to the operators after it",
+    );
+    if (this.inputCount > 0) this.operatorRecordsIn.inc(0, this.flowLabels);
+    if (this.outputs.length > 0) this.operatorRecordsOut.inc(0, this.flowLabels);
+  }
+
+  private countIn(records: number): void {
+    this.operatorRecordsIn?.inc(records, this.flowLabels);
+  }
 
   initialize(
     _environment: OperatorEnvironment,
@@ -151,14 +182,23 @@ export abstract class StreamOperator {
   }
 
   protected emit(batch: RecordBatch): void | Promise<void> {
-    if (batch.values.length === 0) return;
+    const records = batch.values.length;
+    if (records === 0) return;
+    this.operatorRecordsOut?.inc(records, this.flowLabels);
     const outputs = this.outputs;
-    if (outputs.length === 1) return outputs[0]!.operator.processBatch(batch);
+    if (outputs.length === 1) {
+      const next = outputs[0]!.operator;
+      next.countIn(records);
+      return next.processBatch(batch);
+    }
     return this.emitToEach(batch);
   }
 
   private async emitToEach(batch: RecordBatch): Promise<void> {
-    for (const output of this.outputs) await output.operator.processBatch(batch);
+    for (const output of this.outputs) {
+      output.operator.countIn(batch.values.length);
+      await output.operator.processBatch(batch);
+    }
   }
 
   protected async emitWatermark(watermark: number): Promise<void> {
