@@ -513,6 +513,24 @@ describe("KafkaSource deserialization", () => {
     }
   });
 
+  it("reads headers named like Object.prototype members (valueOf, toString) as sent", async () => {
+    const topic = await createTopic(uniqueName("src-proto-headers"), 1);
+    await produce(topic, [{ value: "v", headers: { valueOf: "once", constructor: "c", plain: "p" } }]);
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      onDeserializationError: "fail",
+    });
+    const { reader } = await openReader(source);
+    try {
+      const [record] = await pollRecords(reader, 1);
+      expect(record?.headers).toEqual({ valueOf: "once", constructor: "c", plain: "p" });
+    } finally {
+      await reader.close();
+    }
+  });
+
   it("keeps a header sent without a value as null, never handing it to the deserializer", async () => {
     const topic = await createTopic(uniqueName("src-null-header"), 1);
     // Kafka allows a null header value (length -1); kafkajs cannot write one, the Java client can.

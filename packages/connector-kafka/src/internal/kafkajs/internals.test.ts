@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type DecodedMessage, withoutAborted } from "./internals.js";
+import { type DecodedMessage, ownHeaders, withoutAborted } from "./internals.js";
 
 function record(
   offset: number,
@@ -60,5 +60,29 @@ describe("withoutAborted", () => {
   it("keeps non-transactional records and drops control records", () => {
     const messages = [record(0, "P", { txn: false }), record(1, "Q"), record(2, "Q", { control: "commit" })];
     expect(values(withoutAborted(messages, []))).toEqual(["P@0", "Q@1"]);
+  });
+});
+
+describe("ownHeaders", () => {
+  it("drops what kafkajs's decoder took from Object.prototype for headers named like its members", () => {
+    const a = Buffer.from("a");
+    const b = Buffer.from("b");
+    // As kafkajs 2.2.4 decodes { valueOf: a }, { toString: a, toString: b }, { plain: a }, { empty: null }.
+    const decoded = {
+      valueOf: [Object.prototype.valueOf, a],
+      toString: [Object.prototype.toString, a, b],
+      __proto__name: a,
+      plain: a,
+      empty: null,
+      twice: [a, b],
+    };
+    expect(ownHeaders(decoded)).toEqual({
+      valueOf: a,
+      toString: [a, b],
+      __proto__name: a,
+      plain: a,
+      empty: null,
+      twice: [a, b],
+    });
   });
 });

@@ -305,7 +305,7 @@ export class KafkaConnection {
             timestamp: Number(m.timestamp),
             key: m.key,
             value: m.value,
-            headers: m.headers,
+            headers: ownHeaders(m.headers),
           }),
         );
         result.push({
@@ -692,4 +692,25 @@ export function withoutAborted(
     visible.push(message);
   }
   return visible;
+}
+
+/**
+ * A record's headers without what kafkajs's decoder took from `Object.prototype`: it collects
+ * headers into a plain object, so a header named `valueOf`, `toString`, `constructor` or
+ * `__proto__` starts out as that member and decodes as `[member, value]`.
+ */
+export function ownHeaders(
+  headers: Readonly<Record<string, unknown>>,
+): Record<string, Buffer | null | Array<Buffer | null>> {
+  const own: Record<string, Buffer | null | Array<Buffer | null>> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!Array.isArray(value)) {
+      own[name] = value as Buffer | null;
+      continue;
+    }
+    const kept = value.filter((item): item is Buffer | null => item === null || Buffer.isBuffer(item));
+    // A name seen once, after the prototype's member: one value, not an array.
+    own[name] = kept.length === 1 && kept.length < value.length ? (kept[0] as Buffer | null) : kept;
+  }
+  return own;
 }
