@@ -1,17 +1,21 @@
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { explore } from "./exploration.js";
 import { explorationFindings } from "./exploration-findings.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
 import { issueNineScenarios, runScenario } from "./issue-scenarios.js";
 
-// `npm run explore -- [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] | --scenarios`: the in-memory exploration from the
-// command line (the long run, or the replay of a failure that CI or a long run printed).
+// `npm run explore -- [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] [--workers <n>] | --scenarios`:
+// the in-memory exploration from the command line (the long run, or the replay of a failure that CI
+// or a long run printed).
 const { values } = parseArgs({
   options: {
     seed: { type: "string" },
     path: { type: "string" },
     "commands-path": { type: "string" },
     runs: { type: "string" },
+    workers: { type: "string" },
     "max-commands": { type: "string" },
     scenarios: { type: "boolean" },
   },
@@ -33,16 +37,55 @@ if (values.scenarios) {
   process.exit(failed ? 1 : 0);
 }
 const runs = Number(values.runs ?? (values.seed === undefined ? 200 : 1));
+const workers = Number(values.workers ?? 1);
+if (!Number.isInteger(workers) || workers < 1)
+  throw new Error(`--workers must be a positive integer, got ${values.workers}`);
+if (workers > 1 && values.path !== undefined) throw new Error("--path replays one case: leave out --workers");
 const started = Date.now();
-const result = await explore({
-  target: inMemorySinkUnderTest,
-  runs,
-  faultyCommits: true,
-  ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
-  ...(values.path === undefined ? {} : { path: values.path }),
-  ...(values["commands-path"] === undefined ? {} : { commandsPath: values["commands-path"] }),
-  ...(values["max-commands"] === undefined ? {} : { maxCommands: Number(values["max-commands"]) }),
-});
-process.stdout.write(`${result.report}\n`);
+const failed = workers === 1 ? await exploreHere() : await exploreInWorkers();
 process.stdout.write(`${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-process.exit(result.failed ? 1 : 0);
+process.exit(failed ? 1 : 0);
+
+async function exploreHere(): Promise<boolean> {
+  const result = await explore({
+    target: inMemorySinkUnderTest,
+    runs,
+    faultyCommits: true,
+    ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
+    ...(values.path === undefined ? {} : { path: values.path }),
+    ...(values["commands-path"] === undefined ? {} : { commandsPath: values["commands-path"] }),
+    ...(values["max-commands"] === undefined ? {} : { maxCommands: Number(values["max-commands"]) }),
+  });
+  process.stdout.write(`${result.report}\n`);
+  return result.failed;
+}
+
+// A case spends most of its time waiting on the model's real timers (the checkpoint timeout, restart
+// delays, settling waits), not on the CPU: the long run splits its cases over worker processes, each
+// exploring its own seed (base, base + 1, …), so a failure's report replays in one process as printed.
+async function exploreInWorkers(): Promise<boolean> {
+  const base =
+    values.seed === undefined ? (Date.now() ^ (Math.random() * 0x1_0000_0000)) >>> 0 : Number(values.seed);
+  const script = fileURLToPath(import.meta.url);
+  const children = Array.from({ length: workers }, (_, index) => {
+    const share = Math.floor(runs / workers) + (index < runs % workers ? 1 : 0);
+    const args = ["--seed", String(base + index), "--runs", String(share)];
+    if (values["max-commands"] !== undefined) args.push("--max-commands", values["max-commands"]);
+    const child = fork(script, args, { stdio: ["ignore", "pipe", "inherit", "ipc"] });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    return new Promise<{ index: number; code: number | null; output: string }>((resolve) =>
+      child.on("exit", (code) => resolve({ index, code, output })),
+    );
+  });
+  process.stdout.write(`${runs} case(s) over ${workers} workers, seeds ${base}…${base + workers - 1}\n`);
+  let failed = false;
+  for (const result of await Promise.all(children)) {
+    failed ||= result.code !== 0;
+    process.stdout.write(`worker ${result.index} (seed ${base + result.index}): ${result.output.trim()}\n`);
+  }
+  process.stdout.write(failed ? "FAILED: see the worker's report above\n" : `${runs} case(s) passed\n`);
+  return failed;
+}
