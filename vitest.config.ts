@@ -12,12 +12,7 @@ export default defineConfig({
       "test/**/*.test.ts",
       "examples/**/*.test.ts",
     ],
-    // Run with the connector's config (`npx vitest run -c packages/connector-postgres/vitest.config.ts
-    // postgres-exploration`), not in the suite yet (issue 10): its unhandled 57P01 is fixed (a
-    // connection terminated as the pool handed it over) and it runs in 15–85 s, but under heavy load
-    // a restarted sink met its older attempt's sink id claim (CONFIGURATION; the takeover by a newer
-    // attempt is pending in postgres-sink.ts) and one replay ended in TRANSACTION_TIMED_OUT.
-    exclude: ["**/node_modules/**", "**/dist/**", "test/explore/postgres-exploration.test.ts"],
+    exclude: ["**/node_modules/**", "**/dist/**"],
     globalSetup: ["packages/testkit/src/vitest/global-setup.ts"],
     // Two cores: two files at a time, next to the broker's JVM and PostgreSQL.
     fileParallelism: true,

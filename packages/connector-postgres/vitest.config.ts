@@ -20,7 +20,6 @@ export default defineConfig({
       "packages/connector-postgres/test/**/*.test.ts",
       "test/postgres/**/*.test.ts",
       "test/contract/postgres-sink.contract.test.ts",
-      // Not in the root suite (see the root vitest.config.ts): run here.
       "test/explore/postgres-exploration.test.ts",
     ],
     globalSetup: [fileURLToPath(new URL("../testkit/src/vitest/global-setup.ts", import.meta.url))],

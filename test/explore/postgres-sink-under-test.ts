@@ -1,13 +1,16 @@
 import type { PostgresSink } from "@onceflow/connector-postgres";
+import pg from "pg";
 import { preparedGids, sql, uniqueName } from "../../packages/connector-postgres/test/helpers/postgres.js";
 import { gatedDeferredSink } from "../../packages/core/test/explore/gated-sink.js";
+import type { ProcessGate } from "../../packages/core/test/explore/process-gate.js";
 import type { SinkHost, SinkUnderTest } from "../../packages/core/test/explore/sink-under-test.js";
 import { connectorOfProcess } from "./connector-per-process.js";
 
 /**
  * The real {@link PostgresSink} in prepared mode on the shared PostgreSQL, a fresh table per case,
  * each sink instance behind its process's gate. A killed process's sessions are terminated on the
- * server (as SIGKILL drops its connections: open transactions roll back, prepared ones stay). Visible
+ * server (as SIGKILL drops its connections: open transactions roll back, prepared ones stay), and
+ * nothing the process was still doing reaches the server afterwards (see {@link clientOfProcess}). Visible
  * is what a fresh connection selects; left over is every gid of the sink still prepared.
  *
  * @example
@@ -35,7 +38,7 @@ export async function postgresSinkUnderTest(url: string): Promise<SinkUnderTest>
       ).then(
         ({ PostgresSink: PostgresSinkOfProcess }) =>
           new PostgresSinkOfProcess<number>({
-            connection,
+            connection: { connectionString: connection, Client: clientOfProcess(host.gate) },
             mode: "prepared",
             sinkId: table,
             table,
@@ -61,4 +64,26 @@ export async function postgresSinkUnderTest(url: string): Promise<SinkUnderTest>
       await sql(url, `DROP TABLE IF EXISTS ${table}`);
     },
   };
+}
+
+/**
+ * The `pg` client class of one explored process: once its gate is killed, connecting and querying
+ * never settle, as in a process that SIGKILL stopped. The gate alone stops a killed process only at
+ * its next sink call: a call already running goes on. Under load (issue 10) a process killed while
+ * its sink was starting went on after its sessions were terminated — new connections, an epoch bump
+ * after its replacement's, and a rollback of the gid its replacement had prepared for a stored
+ * checkpoint — so the final phase failed with TRANSACTION_TIMED_OUT (rows LOST), which a killed
+ * process can never cause. A frozen process does go on afterwards, as a zombie: the gate models that.
+ */
+function clientOfProcess(gate: ProcessGate): typeof pg.Client {
+  const never = () => new Promise<never>(() => undefined);
+  class ClientOfProcess extends pg.Client {}
+  const prototype = ClientOfProcess.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const base = pg.Client.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const method of ["connect", "query"]) {
+    prototype[method] = function (this: pg.Client, ...args: unknown[]) {
+      return gate.isKilled ? never() : base[method]!.apply(this, args);
+    };
+  }
+  return ClientOfProcess;
 }

@@ -42,8 +42,11 @@ function options(url: string, extra: Partial<PostgresSinkOptions<Row>> = {}): Po
   } as PostgresSinkOptions<Row>;
 }
 
-async function startError(sink: PostgresSink<Row>): Promise<unknown> {
-  const driver = new SinkDriver(sink);
+async function startError(
+  sink: PostgresSink<Row>,
+  driverOptions: ConstructorParameters<typeof SinkDriver>[1] = {},
+): Promise<unknown> {
+  const driver = new SinkDriver(sink, driverOptions);
   const error = await driver.start().then(
     () => undefined,
     (caught: unknown) => caught,
@@ -155,6 +158,27 @@ describe("PostgresSink configuration errors", () => {
     const error = await startError(new PostgresSink<Row>(options(plainUrl, { sinkId })));
     expect((error as PostgresConfigurationError).reason).toBe(PostgresErrorReason.invalidSinkId);
     await first.close();
+  });
+
+  it("a newer attempt of the same job takes the sink id over from an older one that never closed", async () => {
+    // Issue 10: the runtime gives up a close that hangs (a frozen process, a dead connection) after
+    // 10 s and starts the next attempt, whose sink must not be refused as a duplicate of the old one.
+    const sinkId = uniqueName("takeover");
+    const older = new SinkDriver(new PostgresSink<Row>(options(plainUrl, { sinkId })), { incarnation: 1 });
+    await older.start();
+    const restarted = new SinkDriver(new PostgresSink<Row>(options(plainUrl, { sinkId })), {
+      attemptNumber: 1,
+      incarnation: 2,
+    });
+    await restarted.start();
+    // The older attempt is fenced by the newer one's epoch; its late close does not free the newer claim.
+    await older.close();
+    const duplicate = await startError(new PostgresSink<Row>(options(plainUrl, { sinkId })), {
+      attemptNumber: 1,
+      incarnation: 2,
+    });
+    expect((duplicate as PostgresConfigurationError).reason).toBe(PostgresErrorReason.invalidSinkId);
+    await restarted.close();
   });
 
   it("copies every kind of value faithfully (text escapes, NULL, bytea, jsonb, arrays, timestamps)", async () => {

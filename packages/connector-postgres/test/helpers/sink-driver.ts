@@ -78,6 +78,9 @@ export class SinkDriver<IN> {
       operatorUid?: string;
       subtaskIndex?: number;
       parallelism?: number;
+      /** The runtime's attempt in this process (default 0) and the storage's incarnation (default 1). */
+      attemptNumber?: number;
+      incarnation?: number;
     } = {},
   ) {
     this.logger = createMemoryLogger();
@@ -91,8 +94,8 @@ export class SinkDriver<IN> {
       operatorUid: this.options.operatorUid ?? "out",
       subtaskIndex: this.options.subtaskIndex ?? 0,
       parallelism: this.options.parallelism ?? 1,
-      attemptNumber: 0,
-      incarnation: 1,
+      attemptNumber: this.options.attemptNumber ?? 0,
+      incarnation: this.options.incarnation ?? 1,
       checkpointingInterval: undefined,
       logger: this.logger,
       metrics: createMemoryMetrics(),
