@@ -38,7 +38,7 @@ export class ControlTables {
          epoch bigint NOT NULL, row_count bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (sink_id, subtask, checkpoint_id))`,
       `CREATE TABLE IF NOT EXISTS ${this.epochs.sql} (
-         sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL,
+         sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL, incarnation bigint,
          PRIMARY KEY (sink_id, subtask))`,
     ];
     for (const statement of statements) {
@@ -55,30 +55,61 @@ export class ControlTables {
         );
       }
     }
+    // Epoch tables made before the incarnation column: add it (only then, as ALTER TABLE needs ownership).
+    const column = await client.query(
+      `SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'incarnation' AND NOT attisdropped`,
+      [this.epochs.sql],
+    );
+    if (column.rowCount === 0) {
+      try {
+        await client.query(`ALTER TABLE ${this.epochs.sql} ADD COLUMN IF NOT EXISTS incarnation bigint`);
+      } catch (error) {
+        throw asPermissionError(
+          error,
+          "controlSchema",
+          `adding the column incarnation to ${this.epochs.sql}`,
+        );
+      }
+    }
   }
 
   /**
-   * Starts a new epoch for (sink, subtask) and returns it. Waits (up to `lockTimeoutMs`) for any
-   * commit of an older epoch that holds the share lock; throws the lock error when that takes longer.
+   * Starts a new epoch for (sink, subtask), recording the attempt's incarnation with it, and says
+   * which earlier epoch a newer incarnation started (a zombie's start must not clean up after it).
+   * Waits (up to `lockTimeoutMs`) for any commit of an older epoch that holds the share lock; throws
+   * the lock error when that takes longer.
    */
   async bumpEpoch(
     client: ClientBase,
     sinkId: string,
     subtask: number,
     lockTimeoutMs: number,
-  ): Promise<number> {
+    incarnation: number,
+  ): Promise<EpochBump> {
     await client.query("BEGIN");
     try {
       await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
       // Waits for prepares and commits of older epochs that are in flight (see withEpochFence).
+      // It also orders the bumps of (sink, subtask): the row read next is the latest one.
       await client.query("SELECT pg_advisory_xact_lock($1, $2)", this.fenceKey(sinkId, subtask));
-      const result = await client.query<{ epoch: string }>(
-        `INSERT INTO ${this.epochs.sql} AS e (sink_id, subtask, epoch) VALUES ($1, $2, 1)
-         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = e.epoch + 1 RETURNING epoch::text`,
+      const previous = await client.query<{ epoch: string; incarnation: string | null }>(
+        `SELECT epoch::text, incarnation::text FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2`,
         [sinkId, subtask],
       );
+      const result = await client.query<{ epoch: string }>(
+        `INSERT INTO ${this.epochs.sql} AS e (sink_id, subtask, epoch, incarnation) VALUES ($1, $2, 1, $3)
+         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = e.epoch + 1, incarnation = $3 RETURNING epoch::text`,
+        [sinkId, subtask, incarnation],
+      );
       await client.query("COMMIT");
-      return Number(result.rows[0]?.epoch);
+      const before = previous.rows[0];
+      const byNewer = before?.incarnation != null && Number(before.incarnation) > incarnation;
+      return {
+        epoch: Number(result.rows[0]?.epoch),
+        ...(byNewer
+          ? { newerIncarnation: { epoch: Number(before.epoch), incarnation: Number(before.incarnation) } }
+          : {}),
+      };
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       throw error;
@@ -208,4 +239,19 @@ export class ControlTables {
       [sinkId, subtask, checkpointId ?? -1],
     );
   }
+}
+
+/**
+ * What {@link ControlTables.bumpEpoch} did: the new epoch, and the epoch a newer incarnation had
+ * started before (only when one had: then this attempt is a zombie that resumed, or the checkpoint
+ * storage was reset and its incarnations started again).
+ *
+ * @example
+ * ```ts
+ * const bump: EpochBump = { epoch: 8, newerIncarnation: { epoch: 7, incarnation: 12 } };
+ * ```
+ */
+export interface EpochBump {
+  readonly epoch: number;
+  readonly newerIncarnation?: { readonly epoch: number; readonly incarnation: number };
 }

@@ -1,28 +1,47 @@
 import { tableName } from "../sql/identifiers.js";
+import type { EpochBump } from "./control-tables.js";
 import { rollbackPrepared } from "./prepared-mode.js";
 import type { SinkSetup } from "./sink-mode.js";
 import { stageTablePrefix, stageTablesPrefix } from "./staging-mode.js";
 
 /**
- * Rolls back every prepared transaction and drops every staging table that earlier attempts left
- * for `subtask` of this sink: everything under the prefixes `<sinkId>-<subtask>-` (gids) and
- * `onceflow_stage_<hash>_<subtask>_` (tables), whatever the epoch. Runs after the restored
- * checkpoint's transactions were committed, so nothing found here can still be needed, and after
- * this attempt's epoch bump, which waited for any prepare still in flight.
+ * Rolls back the prepared transactions and drops the staging tables that earlier attempts left for
+ * `subtask` of this sink: under the prefixes `<sinkId>-<subtask>-` (gids) and
+ * `onceflow_stage_<hash>_<subtask>_` (tables), of every epoch before `bump.epoch` — and none when a
+ * newer incarnation had started the epoch before (`bump.newerIncarnation`). Runs after the restored
+ * checkpoint's transactions were committed, so nothing of an older attempt found here can still be
+ * needed, and after this attempt's epoch bump, which waited for any prepare still in flight.
+ *
+ * Why not everything: this attempt may be a zombie (frozen after its incarnation claim). If its
+ * bump came after a newer process's, what that process prepared may be in its stored checkpoint;
+ * if its cleanup runs after a newer process bumped the epoch again, that process's epochs are
+ * later than this one's. Rolling either back would lose rows. The newer process is fenced by the
+ * epochs instead (it restarts), and its next attempt restores and commits them.
+ *
+ * Known limit: the epoch row remembers only the latest bump's incarnation. Two zombies of older
+ * incarnations resuming one after the other behind a newer process can still let the second one
+ * clean up the newer process's work; closing that needs the checkpoint storage's word on which
+ * incarnation is newest.
  *
  * @example
  * ```ts
- * await rollBackLeftovers(setup, 0);
+ * await rollBackLeftovers(setup, 0, setup.bump);
  * ```
  */
-export async function rollBackLeftovers(setup: SinkSetup, subtask: number): Promise<void> {
+export async function rollBackLeftovers(setup: SinkSetup, subtask: number, bump: EpochBump): Promise<void> {
   const pool = setup.pool.pool;
   const prefix = `${setup.sinkId}-${subtask}-`;
   const leftovers = await pool.query<{ gid: string; here: boolean }>(
     `SELECT gid, database = current_database() AS here FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1`,
     [prefix],
   );
-  const here = leftovers.rows.filter((row) => row.here).map((row) => row.gid);
+  const kept: string[] = [];
+  const ours = (name: string, epochAt: number): boolean => {
+    const olderAttempt = isOlderAttempt(epochOf(name, epochAt), bump);
+    if (!olderAttempt) kept.push(name);
+    return olderAttempt;
+  };
+  const here = leftovers.rows.filter((row) => row.here && ours(row.gid, prefix.length)).map((row) => row.gid);
   const elsewhere = leftovers.rows.filter((row) => !row.here).map((row) => row.gid);
   if (elsewhere.length > 0) {
     setup.logger.warn(
@@ -37,15 +56,46 @@ export async function rollBackLeftovers(setup: SinkSetup, subtask: number): Prom
     );
     await rollbackPrepared(setup, here);
   }
+  const tablePrefix = stageTablePrefix(setup.sinkId, subtask);
   const stages = await pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relkind = 'r' AND left(c.relname, length($2)) = $2`,
-    [setup.schema, stageTablePrefix(setup.sinkId, subtask)],
+    [setup.schema, tablePrefix],
   );
   for (const { name } of stages.rows) {
+    if (!ours(name, tablePrefix.length)) continue;
     setup.logger.info({ table: name, subtask }, "dropping a staging table left by an earlier attempt");
     await pool.query(`DROP TABLE IF EXISTS ${tableName(setup.schema, name).sql}`);
   }
+  if (kept.length > 0) {
+    setup.logger.warn(
+      { kept, subtask, epoch: bump.epoch, newerIncarnation: bump.newerIncarnation },
+      "kept the prepared transactions and staging tables of a newer attempt: this process is a zombie of an older incarnation (it will be stopped, and the newer process restores them), or the checkpoint storage was reset and its incarnations started again (they are cleaned up at the next start)",
+    );
+  }
+}
+
+/**
+ * Whether a leftover of `epoch` belongs to an attempt older than the one that made `bump`: an earlier
+ * epoch, while no newer incarnation had bumped before it. A name without a readable epoch
+ * (`undefined`) is old.
+ *
+ * @example
+ * ```ts
+ * isOlderAttempt(6, { epoch: 8 }); // true
+ * isOlderAttempt(9, { epoch: 8 }); // false: a newer process bumped after this attempt
+ * isOlderAttempt(6, { epoch: 8, newerIncarnation: { epoch: 7, incarnation: 12 } }); // false: this one is the zombie
+ * ```
+ */
+export function isOlderAttempt(epoch: number | undefined, bump: EpochBump): boolean {
+  if (bump.newerIncarnation !== undefined) return false;
+  return epoch === undefined || epoch < bump.epoch;
+}
+
+/** The epoch in a gid (`<sinkId>-<subtask>-<epoch>-<checkpointId>`) or staging table name (`…_<subtask>_<epoch>_<sequence>`), read from `at`. */
+function epochOf(name: string, at: number): number | undefined {
+  const match = /^(\d+)[-_]\d+$/.exec(name.slice(at));
+  return match === null ? undefined : Number(match[1]);
 }
 
 /**

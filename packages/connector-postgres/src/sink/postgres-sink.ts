@@ -279,12 +279,19 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
       (subtask) => subtask >= parallelism && subtask % parallelism === setup.subtask,
     );
     for (const subtask of new Set([...this.recoveredSubtaskIndexes(), ...unnamed])) {
-      if (subtask !== setup.subtask) {
-        await withClient(pool, (client) =>
-          setup.control.bumpEpoch(client, setup.sinkId, subtask, this.lockTimeout),
-        );
-      }
-      await rollBackLeftovers(setup, subtask);
+      const bump =
+        subtask === setup.subtask
+          ? setup.bump
+          : await withClient(pool, (client) =>
+              setup.control.bumpEpoch(
+                client,
+                setup.sinkId,
+                subtask,
+                this.lockTimeout,
+                this.runtimeContext.incarnation,
+              ),
+            );
+      await rollBackLeftovers(setup, subtask, bump);
     }
     if (this.lastCheckpointId === 0) {
       // A fresh start begins a new history: its checkpoint ids start again from 1.

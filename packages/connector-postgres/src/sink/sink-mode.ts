@@ -3,7 +3,7 @@ import type { PoolClient } from "pg";
 import type { ColumnEncoding } from "../sql/copy-text.js";
 import type { TableName } from "../sql/identifiers.js";
 import type { PoolHandle } from "../sql/pool.js";
-import type { ControlTables } from "./control-tables.js";
+import type { ControlTables, EpochBump } from "./control-tables.js";
 
 /**
  * The durable handle of one PostgresSink transaction, as stored in checkpoints. Everything needed
@@ -94,6 +94,8 @@ export interface SinkSetup {
   readonly subtask: number;
   /** This attempt's epoch of (sinkId, subtask): raised at every start, it fences older attempts. */
   readonly epoch: number;
+  /** How the epoch was started: also which epoch a newer incarnation had started before, if any. */
+  readonly bump: EpochBump;
   readonly control: ControlTables;
   /** The schema of the target table (and of staging and scratch tables). */
   readonly schema: string;

@@ -79,7 +79,8 @@ async function inspect<IN>(
       ? undefined
       : await inspectTarget(options, schema, client, mode, sinkId, subtask);
   await control.ensure(client);
-  const epoch = await control.bumpEpoch(client, sinkId, subtask, request.lockTimeout);
+  const bump = await control.bumpEpoch(client, sinkId, subtask, request.lockTimeout, context.incarnation);
+  const epoch = bump.epoch;
   const message =
     request.requestedMode === "auto"
       ? `PostgresSink mode 'auto' chose '${mode}' (max_prepared_transactions = ${maxPrepared} on ${pool.where})`
@@ -93,6 +94,7 @@ async function inspect<IN>(
     sinkId,
     subtask,
     epoch,
+    bump,
     control,
     schema,
     lockTimeout: request.lockTimeout,
