@@ -92,6 +92,10 @@ export async function runKafkaChaos(options: KafkaChaosOptions): Promise<KafkaCh
     CHAOS_MAX_BATCH: String(10 + Math.floor(random() * 90)),
     CHAOS_CHECKPOINT_DIR: join(work, "checkpoints"),
     CHAOS_RESTART_ATTEMPTS: options.fault === undefined ? "0" : "30",
+    // A transaction pre-committed when the broker is killed must outlive the outage, which takes
+    // over a minute on a loaded machine: the broker aborts it otherwise, and the checkpoint's data is
+    // lost by Kafka's rule (TRANSACTION_TIMED_OUT), not by the job. The broker allows up to 900 s.
+    ...(options.fault === undefined ? {} : { CHAOS_TRANSACTION_TIMEOUT: "600000" }),
     ...(options.sink === "kafka"
       ? { CHAOS_OUTPUT_TOPIC: output }
       : { CHAOS_POSTGRES_URL: options.postgresUrl ?? "", CHAOS_TABLE: output }),

@@ -38,6 +38,12 @@ describe("Kafka → Kafka exactly-once across a broker crash", { timeout: 360_00
       TXN_PREFIX: uniqueName("restart-txn"),
       GROUP_ID: uniqueName("restart-group"),
       RESTART_ATTEMPTS: "60",
+      // Far longer than the broker's outage, even on a loaded machine. A checkpoint whose commit
+      // (EndTxn) had not reached the broker when it died is committed by the restarted job; if the
+      // broker came back after the transaction timeout, it has aborted that transaction on loading
+      // it, and the job ends with TRANSACTION_TIMED_OUT (data lost), as Kafka's contract says. On a
+      // loaded machine the kill and restart took over 120 s, twice the fixture's default of 60 s.
+      TRANSACTION_TIMEOUT: "600000",
     });
     cleanup.push(async () => {
       if (job.process.exitCode === null && job.process.signalCode === null) await job.kill("SIGKILL");
