@@ -120,7 +120,7 @@ export type {
   CommitRetryOptions,
   PendingTransaction,
   TwoPhaseCommitSinkOptions,
-} from "./sink/two-phase-commit-sink.js";
+} from "./sink/two-phase-commit-options.js";
 export { TwoPhaseCommitSink } from "./sink/two-phase-commit-sink.js";
 export type { FileLinesInput, FileLinesSourceOptions, FileLinesSplit } from "./source/file-lines-source.js";
 export { FileLinesReader, FileLinesSource } from "./source/file-lines-source.js";

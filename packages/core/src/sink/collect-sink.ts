@@ -1,6 +1,7 @@
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { SinkContext, SinkFactory } from "./sink.js";
-import { type CommitErrorClassification, TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
+import type { CommitErrorClassification } from "./two-phase-commit-options.js";
+import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
 
 /**
  * The handle of one {@link CollectSink} transaction: an id in its {@link CollectedOutput}.

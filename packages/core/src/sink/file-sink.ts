@@ -5,11 +5,8 @@ import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import { jsonSerializer } from "../state/serializer.js";
 import type { SinkContext } from "./sink.js";
-import {
-  type CommitErrorClassification,
-  type CommitRetryOptions,
-  TwoPhaseCommitSink,
-} from "./two-phase-commit-sink.js";
+import type { CommitErrorClassification, CommitRetryOptions } from "./two-phase-commit-options.js";
+import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
 
 /**
  * The handle of one {@link FileSink} transaction, as stored in checkpoints (plain JSON).

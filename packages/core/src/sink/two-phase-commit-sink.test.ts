@@ -6,7 +6,8 @@ import { redistributeOperatorState } from "../state/operator-state-store.js";
 import type { SinkContext } from "./sink.js";
 import { type RecordedTransaction, RecordingSink, SinkJournal } from "./testing/recording-sink.js";
 import { type HarnessCheckpoint, SinkTestHarness } from "./testing/sink-test-harness.js";
-import { TwoPhaseCommitSink, type TwoPhaseCommitSinkOptions } from "./two-phase-commit-sink.js";
+import type { TwoPhaseCommitSinkOptions } from "./two-phase-commit-options.js";
+import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
 
 const fastRetry = { initialDelay: 1, maxDelay: 4 };
 

@@ -1,5 +1,5 @@
 import { DefaultOperatorStateStore } from "../../state/operator-state-store.js";
-import { TRANSACTION_STATE_NAME } from "../two-phase-commit-sink.js";
+import { TRANSACTION_STATE_NAME } from "../transaction-state.js";
 import type { HarnessCheckpoint } from "./sink-test-harness.js";
 
 /**

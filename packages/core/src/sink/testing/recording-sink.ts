@@ -1,10 +1,7 @@
 import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
 import type { SinkContext } from "../sink.js";
-import {
-  type CommitErrorClassification,
-  TwoPhaseCommitSink,
-  type TwoPhaseCommitSinkOptions,
-} from "../two-phase-commit-sink.js";
+import type { CommitErrorClassification, TwoPhaseCommitSinkOptions } from "../two-phase-commit-options.js";
+import { TwoPhaseCommitSink } from "../two-phase-commit-sink.js";
 
 /**
  * The handle of a {@link RecordingSink} transaction: plain data, so it survives a checkpoint.
