@@ -513,9 +513,11 @@ describe("KafkaSource deserialization", () => {
     }
   });
 
-  it("reads headers named like Object.prototype members (valueOf, toString) as sent", async () => {
+  it("reads headers named like Object.prototype members (valueOf, toString, __proto__) as sent", async () => {
     const topic = await createTopic(uniqueName("src-proto-headers"), 1);
-    await produce(topic, [{ value: "v", headers: { valueOf: "once", constructor: "c", plain: "p" } }]);
+    // JSON.parse makes `__proto__` an own property (a literal would set the prototype).
+    const headers = JSON.parse('{"valueOf":"once","constructor":"c","plain":"p","__proto__":"x"}');
+    await produce(topic, [{ value: "v", headers }]);
     const source = new KafkaSource({
       brokers: kafkaBrokers(),
       topics: [topic],
@@ -525,7 +527,9 @@ describe("KafkaSource deserialization", () => {
     const { reader } = await openReader(source);
     try {
       const [record] = await pollRecords(reader, 1);
-      expect(record?.headers).toEqual({ valueOf: "once", constructor: "c", plain: "p" });
+      expect(record?.headers).toEqual(headers);
+      expect(Object.getOwnPropertyDescriptor(record?.headers, "__proto__")?.value).toBe("x");
+      expect(Object.getPrototypeOf(record?.headers)).toBe(Object.prototype);
     } finally {
       await reader.close();
     }

@@ -272,7 +272,18 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         bytes === null ? null : this.config.headers.deserialize(bytes, context);
       for (const [name, value] of Object.entries(raw.headers)) {
         if (value === undefined) continue;
-        headers[name] = Array.isArray(value) ? value.map(header) : header(value);
+        const decoded = Array.isArray(value) ? value.map(header) : header(value);
+        // An assignment to `__proto__` would set the prototype instead of a header.
+        if (name === "__proto__") {
+          Object.defineProperty(headers, name, {
+            value: decoded,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        } else {
+          headers[name] = decoded;
+        }
       }
       return {
         topic: state.topic,

@@ -1,7 +1,9 @@
 /**
  * Every use of kafkajs internals lives in this folder (`internal/kafkajs`), and every cast to them
  * is made here or in `produce-cluster.ts`, which gives the exactly-once produce path
- * (`transactional-producer.ts` and its codecs) the narrow `ProduceCluster` it needs.
+ * (`transactional-producer.ts` and its codecs) the narrow `ProduceCluster` it needs, except
+ * kafkajs's compression codec registry and old message-set decoder, which the Fetch decoder
+ * (`record-batch-decoder.ts`) uses.
  *
  * kafkajs 2.2.4 (pinned exactly, unmaintained) hides what an exactly-once connector needs:
  * - its cluster and broker objects (raw Fetch, EndTxn, InitProducerId, OffsetCommit),
@@ -11,6 +13,13 @@
  */
 import { createRequire } from "node:module";
 import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import {
+  decodeFetchV11,
+  type FetchedPartition,
+  type FetchResponse,
+  fetchedPartitions,
+  partitionKey,
+} from "./fetch-response.js";
 import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 import {
   type ProduceCluster,
@@ -21,43 +30,20 @@ import {
 
 const requireKafkajs = createRequire(import.meta.url);
 
-/** A raw record as kafkajs decodes it from a record batch (internal). */
-export interface DecodedMessage {
-  offset: string;
-  timestamp: string;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
-  isControlRecord: boolean;
-  batchContext: { firstOffset: string; lastOffsetDelta: number; producerId: string; inTransaction: boolean };
-}
-
-interface FetchPartitionResponse {
-  partition: number;
-  highWatermark: string;
-  lastStableOffset?: string;
-  abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
-  messages: DecodedMessage[];
-  /** The offset after the last whole record batch of the response, empty batches included (v11 only). */
-  batchesEnd?: bigint;
-}
+// Fetch responses are decoded in `fetch-response.ts` and `record-batch-decoder.ts`.
+export {
+  type DecodedMessage,
+  type FetchedPartition,
+  ownHeaders,
+  withoutAborted,
+} from "./fetch-response.js";
+export type { RawRecord } from "./record-batch-decoder.js";
 
 /** A request as kafkajs' protocol modules build it: encoder, decoder/parser and timeout. */
 interface ProtocolRequest {
   request: { apiKey: number; apiVersion: number; apiName: string; encode(): Promise<unknown> };
   response: { decode(raw: Buffer): Promise<unknown>; parse(decoded: unknown): Promise<unknown> };
   requestTimeout?: number;
-}
-
-interface KafkajsDecoder {
-  readInt16(): number;
-  readInt32(): number;
-  readInt64(): { toString(): string };
-  readString(): string;
-  readBytes(size: number): Buffer;
-  canReadBytes(size: number): boolean;
-  readArray<T>(read: (decoder: KafkajsDecoder) => T): T[];
-  readArrayAsync<T>(read: (decoder: KafkajsDecoder) => Promise<T>): Promise<T[]>;
 }
 
 interface InternalBroker {
@@ -73,7 +59,7 @@ interface InternalBroker {
       topic: string;
       partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }>;
     }>;
-  }): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }> }>;
+  }): Promise<FetchResponse>;
   endTxn(request: {
     transactionalId: string;
     producerId: string;
@@ -168,16 +154,6 @@ const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () 
  * before the lean one), so both can be measured side by side in one run.
  */
 const KAFKAJS_PRODUCE_PATH = process.env.ONCEFLOW_BENCH_KAFKAJS_PRODUCE === "1";
-const KafkajsDecoder = requireKafkajs("kafkajs/src/protocol/decoder") as new (
-  buffer: Buffer,
-) => KafkajsDecoder;
-const decodeRecordBatch = requireKafkajs("kafkajs/src/protocol/recordBatch/v0/decoder") as (
-  decoder: KafkajsDecoder,
-) => Promise<{ firstOffset: string; lastOffsetDelta: number; records: DecodedMessage[] }>;
-const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder") as (
-  decoder: KafkajsDecoder,
-  size: number,
-) => Promise<DecodedMessage[]>;
 const fetchApiKey = (requireKafkajs("kafkajs/src/protocol/requests/apiKeys") as { Fetch: number }).Fetch;
 const fetchDefinition = (requireKafkajs("kafkajs/src/protocol/requests") as { requests: { Fetch: unknown } })
   .requests.Fetch;
@@ -272,53 +248,22 @@ export class KafkaConnection {
         maxBytes: request.maxBytesPerPartition,
       });
       topics.set(p.topic, list);
-      requested.set(`${p.topic}\u0000${p.partition}`, p.fetchOffset);
+      requested.set(partitionKey(p.topic, p.partition), p.fetchOffset);
     }
-    const { responses } = await fetchWithBatchEnds(broker, {
-      replicaId: -1,
-      isolationLevel: request.readCommitted ? READ_COMMITTED : READ_UNCOMMITTED,
-      maxWaitTime: request.maxWaitTime,
-      minBytes: 1,
-      maxBytes: request.maxBytes,
-      topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
-      rackId: "",
-    });
-    const result: FetchedPartition[] = [];
-    for (const { topicName, partitions } of responses) {
-      for (const data of partitions) {
-        const fetchOffset = requested.get(`${topicName}\u0000${data.partition}`);
-        if (fetchOffset === undefined) continue;
-        // Past every whole batch, also an empty one (compaction keeps a producer's last batch
-        // without records): kafkajs decodes no record from it, and the offset would never move.
-        let nextOffset =
-          data.batchesEnd !== undefined && data.batchesEnd > fetchOffset ? data.batchesEnd : fetchOffset;
-        const within: DecodedMessage[] = [];
-        for (const message of data.messages) {
-          const batchEnd =
-            BigInt(message.batchContext.firstOffset) + BigInt(message.batchContext.lastOffsetDelta) + 1n;
-          if (batchEnd > nextOffset) nextOffset = batchEnd;
-          if (BigInt(message.offset) >= fetchOffset) within.push(message);
-        }
-        const visible = withoutAborted(within, data.abortedTransactions).map(
-          (m): RawRecord => ({
-            offset: BigInt(m.offset),
-            timestamp: Number(m.timestamp),
-            key: m.key,
-            value: m.value,
-            headers: ownHeaders(m.headers),
-          }),
-        );
-        result.push({
-          topic: topicName,
-          partition: data.partition,
-          records: visible,
-          nextOffset,
-          highWatermark: BigInt(data.highWatermark),
-          lastStableOffset: data.lastStableOffset === undefined ? undefined : BigInt(data.lastStableOffset),
-        });
-      }
-    }
-    return result;
+    const response = await fetchWithBatchEnds(
+      broker,
+      {
+        replicaId: -1,
+        isolationLevel: request.readCommitted ? READ_COMMITTED : READ_UNCOMMITTED,
+        maxWaitTime: request.maxWaitTime,
+        minBytes: 1,
+        maxBytes: request.maxBytes,
+        topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+        rackId: "",
+      },
+      requested,
+    );
+    return fetchedPartitions(response, requested);
   }
 
   /**
@@ -508,117 +453,33 @@ export class KafkaConnection {
 }
 
 /**
- * A Fetch through kafkajs' own request (the version it negotiated), but decoding v11 responses here:
- * kafkajs' decoder drops record batches without records, and with them the offsets they cover. The
- * copy below is kafkajs' v11 decoder (`requests/fetch/v11/response.js`) plus the end of the last
- * whole batch of each partition. Other versions (brokers before Kafka 2.3) keep kafkajs' decoder.
+ * A Fetch through kafkajs' own request (the version it negotiated), decoding v11 responses with the
+ * lean decoder (`fetch-response.ts`): records straight from the response buffer, filtered by the
+ * offsets asked for and by aborted transactions, and the end of the last whole batch of each
+ * partition (kafkajs's decoder drops batches without records, and with them the offsets they
+ * cover). Other versions (brokers before Kafka 2.3) keep kafkajs' decoder.
  */
 async function fetchWithBatchEnds(
   broker: InternalBroker & InternalBrokerPool,
   request: Record<string, unknown>,
-): Promise<{ responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }> }> {
+  requested: ReadonlyMap<string, bigint>,
+): Promise<FetchResponse> {
   const protocolRequest = broker.lookupRequest(fetchApiKey, fetchDefinition)(request);
   if (protocolRequest.request.apiVersion === 11) {
-    protocolRequest.response = { decode: decodeFetchV11, parse: fetchV11Response.parse };
+    protocolRequest.response = {
+      decode: (raw) => decodeFetchV11(raw, requested),
+      parse: fetchV11Response.parse,
+    };
   }
   try {
     return (await broker.connectionPool.send(
       protocolRequest as unknown as RawProtocolRequest,
-    )) as unknown as {
-      responses: Array<{ topicName: string; partitions: FetchPartitionResponse[] }>;
-    };
+    )) as unknown as FetchResponse;
   } catch (error) {
     // As kafkajs' broker does: a closed connection is reopened by the next request.
     if ((error as { name?: unknown }).name === "KafkaJSConnectionClosedError") await broker.disconnect();
     throw error;
   }
-}
-
-const RECORD_BATCH_MAGIC = 2;
-const MAGIC_OFFSET = 16;
-const RECORD_BATCH_OVERHEAD = 49;
-
-async function decodeFetchV11(raw: Buffer): Promise<unknown> {
-  const decoder = new KafkajsDecoder(raw);
-  const clientSideThrottleTime = decoder.readInt32();
-  const errorCode = decoder.readInt16();
-  const sessionId = decoder.readInt32();
-  const responses = await decoder.readArrayAsync(async (topicDecoder) => ({
-    topicName: topicDecoder.readString(),
-    partitions: await topicDecoder.readArrayAsync(async (partitionDecoder) => {
-      const partition = partitionDecoder.readInt32();
-      const partitionError = partitionDecoder.readInt16();
-      const highWatermark = partitionDecoder.readInt64().toString();
-      const lastStableOffset = partitionDecoder.readInt64().toString();
-      const lastStartOffset = partitionDecoder.readInt64().toString();
-      const abortedTransactions = partitionDecoder.readArray((each) => ({
-        producerId: each.readInt64().toString(),
-        firstOffset: each.readInt64().toString(),
-      }));
-      const preferredReadReplica = partitionDecoder.readInt32();
-      const { messages, batchesEnd } = await decodeRecordBatches(partitionDecoder);
-      return {
-        partition,
-        errorCode: partitionError,
-        highWatermark,
-        lastStableOffset,
-        lastStartOffset,
-        abortedTransactions,
-        preferredReadReplica,
-        messages,
-        batchesEnd,
-      };
-    }),
-  }));
-  // As kafkajs: the broker did not throttle; a client-side throttle time is for the client to honour.
-  return { throttleTime: 0, clientSideThrottleTime, errorCode, sessionId, responses };
-}
-
-/** kafkajs' `fetch/v4/decodeMessages`, also returning the end of the last whole record batch. */
-async function decodeRecordBatches(
-  decoder: KafkajsDecoder,
-): Promise<{ messages: DecodedMessage[]; batchesEnd: bigint | undefined }> {
-  const size = decoder.readInt32();
-  if (size <= 0 || !decoder.canReadBytes(size)) return { messages: [], batchesEnd: undefined };
-  const buffer = decoder.readBytes(size);
-  const batches = new KafkajsDecoder(buffer);
-  if (buffer.length <= MAGIC_OFFSET || buffer.readInt8(MAGIC_OFFSET) !== RECORD_BATCH_MAGIC) {
-    return { messages: await decodeMessageSet(batches, size), batchesEnd: undefined };
-  }
-  const messages: DecodedMessage[] = [];
-  let batchesEnd: bigint | undefined;
-  while (batches.canReadBytes(RECORD_BATCH_OVERHEAD)) {
-    try {
-      const batch = await decodeRecordBatch(batches);
-      for (const record of batch.records) messages.push(record);
-      batchesEnd = BigInt(batch.firstOffset) + BigInt(batch.lastOffsetDelta) + 1n;
-    } catch (error) {
-      // The tail of a response may hold a partial batch (maxBytes cuts it): read it next time.
-      if ((error as { name?: unknown }).name === "KafkaJSPartialMessageError") break;
-      throw error;
-    }
-  }
-  return { messages, batchesEnd };
-}
-
-/** A record as read from a partition, before deserialization. */
-export interface RawRecord {
-  offset: bigint;
-  timestamp: number;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
-}
-
-/** What one partition returned in a Fetch. */
-export interface FetchedPartition {
-  topic: string;
-  partition: number;
-  records: RawRecord[];
-  /** The offset to fetch next; past every batch seen, including control-only ones. */
-  nextOffset: bigint;
-  highWatermark: bigint;
-  lastStableOffset: bigint | undefined;
 }
 
 /** A transaction started by {@link KafkaConnection.beginTransaction}. */
@@ -652,65 +513,4 @@ export function offsetOutOfRange(error: unknown): { topic: string; partition: nu
     return { topic: candidate.topic, partition: Number(candidate.partition) };
   }
   return undefined;
-}
-
-const ABORT_MARKER_KEY = Buffer.from([0, 0, 0, 0]);
-
-/**
- * Drops control records and the records of aborted transactions, as the Java consumer does.
- * kafkajs' own filter is not used: it expects the broker's aborted-transaction list sorted by first
- * offset (brokers do not sort it) and enters only one aborted transaction per record, so it lets
- * aborted records through when transactions of several producers interleave.
- */
-export function withoutAborted(
-  messages: readonly DecodedMessage[],
-  abortedTransactions: ReadonlyArray<{ producerId: string; firstOffset: string }> | undefined,
-): DecodedMessage[] {
-  if (abortedTransactions === undefined || abortedTransactions.length === 0) {
-    return messages.filter((m) => !m.isControlRecord);
-  }
-  const upcoming = abortedTransactions
-    .map((t) => ({ producerId: t.producerId, firstOffset: BigInt(t.firstOffset) }))
-    .sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
-  const abortedProducers = new Set<string>();
-  let next = 0;
-  const visible: DecodedMessage[] = [];
-  for (const message of messages) {
-    const offset = BigInt(message.offset);
-    while (next < upcoming.length && (upcoming[next] as { firstOffset: bigint }).firstOffset <= offset) {
-      abortedProducers.add((upcoming[next] as { producerId: string }).producerId);
-      next++;
-    }
-    const { producerId, inTransaction } = message.batchContext;
-    if (message.isControlRecord) {
-      // An abort marker ends that producer's aborted transaction.
-      if (message.key !== null && Buffer.from(message.key).equals(ABORT_MARKER_KEY))
-        abortedProducers.delete(producerId);
-      continue;
-    }
-    if (inTransaction && abortedProducers.has(producerId)) continue;
-    visible.push(message);
-  }
-  return visible;
-}
-
-/**
- * A record's headers without what kafkajs's decoder took from `Object.prototype`: it collects
- * headers into a plain object, so a header named `valueOf`, `toString`, `constructor` or
- * `__proto__` starts out as that member and decodes as `[member, value]`.
- */
-export function ownHeaders(
-  headers: Readonly<Record<string, unknown>>,
-): Record<string, Buffer | null | Array<Buffer | null>> {
-  const own: Record<string, Buffer | null | Array<Buffer | null>> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (!Array.isArray(value)) {
-      own[name] = value as Buffer | null;
-      continue;
-    }
-    const kept = value.filter((item): item is Buffer | null => item === null || Buffer.isBuffer(item));
-    // A name seen once, after the prototype's member: one value, not an array.
-    own[name] = kept.length === 1 && kept.length < value.length ? (kept[0] as Buffer | null) : kept;
-  }
-  return own;
 }

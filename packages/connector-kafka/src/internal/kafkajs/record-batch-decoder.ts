@@ -1,0 +1,436 @@
+/**
+ * Kafka's record batches (magic 2) decoded straight from a Fetch response buffer into
+ * {@link RawRecord}s: keys, values and header values are views into the response (no copy), varints
+ * are read inline, offsets are computed from the batch's base offset with number arithmetic where
+ * exact, and control and aborted records are dropped while decoding, so no intermediate record
+ * object is made. kafkajs's `recordBatch/v0/decoder` made one large object per record (batch
+ * context, string offsets and timestamps, header objects rebuilt per header) that was then
+ * converted again.
+ *
+ * Layout (all big-endian), offsets into the batch:
+ *   0 baseOffset int64 · 8 batchLength int32 · 12 partitionLeaderEpoch int32 · 16 magic int8 ·
+ *   17 crc uint32 (CRC-32C of everything from 21) · 21 attributes int16 · 23 lastOffsetDelta int32 ·
+ *   27 baseTimestamp int64 · 35 maxTimestamp int64 · 43 producerId int64 · 51 producerEpoch int16 ·
+ *   53 baseSequence int32 · 57 records count int32 · 61 records (compressed as one block when
+ *   attributes & 0x07 is not 0).
+ * Record: length varint · attributes int8 · timestampDelta varlong · offsetDelta varint ·
+ *   key (varint length, -1 for null) · value (same) · header count varint · headers (key, value).
+ *
+ * Old message sets (magic 0 and 1) still go through kafkajs's decoder.
+ */
+import { createRequire } from "node:module";
+import { OnceflowError } from "@onceflow/core";
+import { crc32c } from "./crc32c.js";
+
+const requireKafkajs = createRequire(import.meta.url);
+
+/** kafkajs's codec registry: gzip built in, the others registered by the user (`CompressionCodecs`). */
+const compression = requireKafkajs("kafkajs/src/protocol/message/compression") as {
+  lookupCodecByAttributes(attributes: number): { decompress(buffer: Buffer): Promise<Buffer> } | null;
+};
+const KafkajsDecoder = requireKafkajs("kafkajs/src/protocol/decoder") as new (buffer: Buffer) => unknown;
+const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder") as (
+  decoder: unknown,
+  size: number,
+) => Promise<Array<{ offset: string; timestamp?: string; key: Buffer | null; value: Buffer | null }>>;
+
+/** A record as read from a partition, before deserialization. */
+export interface RawRecord {
+  offset: bigint;
+  timestamp: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
+}
+
+/** An aborted transaction as a Fetch response lists it: the producer and its first offset. */
+export interface AbortedTransaction {
+  readonly producerId: bigint;
+  readonly firstOffset: bigint;
+}
+
+/** What decoding a partition's record set needs besides the bytes. */
+export interface RecordSetContext {
+  /** For error messages. */
+  readonly topic: string;
+  readonly partition: number;
+  /** Records below it are dropped (a batch may start before the offset asked for). */
+  readonly fetchOffset: bigint;
+  /** The response's aborted transactions of this partition (empty or absent: none). */
+  readonly abortedTransactions: readonly AbortedTransaction[] | undefined;
+}
+
+/** The visible records of a partition's record set, and where its last whole batch ends. */
+export interface DecodedRecordSet {
+  records: RawRecord[];
+  /** The offset after the last whole batch, empty and control-only ones included; none: undefined. */
+  batchesEnd: bigint | undefined;
+}
+
+/** Bytes before the first record of a batch. */
+const BATCH_HEADER_BYTES = 61;
+/** Offset and length of a batch (or old message set entry), before what the length counts. */
+const LOG_OVERHEAD = 12;
+const MAGIC_OFFSET = 16;
+const CRC_OFFSET = 17;
+const ATTRIBUTES_OFFSET = 21;
+const LAST_OFFSET_DELTA_OFFSET = 23;
+const BASE_TIMESTAMP_OFFSET = 27;
+const MAX_TIMESTAMP_OFFSET = 35;
+const PRODUCER_ID_OFFSET = 43;
+const COUNT_OFFSET = 57;
+const COMPRESSION_MASK = 0x07;
+const LOG_APPEND_TIME_FLAG = 0x08;
+const TRANSACTIONAL_FLAG = 0x10;
+const CONTROL_FLAG = 0x20;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const TWO_POW_32 = 4294967296;
+
+/** Shared by every record without headers; frozen, so no reader can change another's. */
+const NO_HEADERS: Record<string, Buffer | null | Array<Buffer | null>> = Object.freeze({});
+
+/**
+ * Decodes one partition's record set (the `records` bytes of a Fetch response partition): checks
+ * each batch's CRC-32C (as the Java consumer's default `check.crcs`), drops records below the
+ * fetch offset, control records, and records of aborted transactions (per producer, the aborted
+ * transactions sorted by first offset, an abort marker ending its producer's). A partial batch at
+ * the end (cut by the fetch's byte limits) is ignored: the next fetch reads it whole.
+ *
+ * @throws OnceflowError `SERVICE_UNAVAILABLE`, not retriable, when a batch is corrupt (CRC mismatch, bad length).
+ * @example
+ * ```ts
+ * const { records, batchesEnd } = await decodeRecordSet(bytes, {
+ *   topic: "orders", partition: 0, fetchOffset: 0n, abortedTransactions: [],
+ * });
+ * ```
+ */
+export async function decodeRecordSet(set: Buffer, context: RecordSetContext): Promise<DecodedRecordSet> {
+  const records: RawRecord[] = [];
+  const aborted =
+    context.abortedTransactions !== undefined && context.abortedTransactions.length > 0
+      ? new AbortedFilter(context.abortedTransactions)
+      : undefined;
+  const fetchOffset = context.fetchOffset;
+  let batchesEnd: bigint | undefined;
+  let pos = 0;
+  const end = set.length;
+  // Past the magic byte: enough to tell a batch from an old message set entry. A batch whose length
+  // runs past the end is cut by the fetch's byte limits: the next fetch reads it whole.
+  while (end - pos > MAGIC_OFFSET) {
+    const length = set.readInt32BE(pos + 8);
+    const batchEnd = pos + LOG_OVERHEAD + length;
+    if (length < 0 || batchEnd > end) break;
+    const baseOffset = set.readBigInt64BE(pos);
+    const magic = set[pos + MAGIC_OFFSET] as number;
+    if (magic !== 2) {
+      if (magic > 2) throw corrupt(context, baseOffset, `unknown magic ${magic}`);
+      await decodeLegacyEntry(set.subarray(pos, batchEnd), fetchOffset, records);
+      const entryEnd = baseOffset + 1n;
+      if (batchesEnd === undefined || entryEnd > batchesEnd) batchesEnd = entryEnd;
+      pos = batchEnd;
+      continue;
+    }
+    if (length < BATCH_HEADER_BYTES - LOG_OVERHEAD)
+      throw corrupt(context, baseOffset, `batch length ${length}`);
+    const storedCrc = set.readUInt32BE(pos + CRC_OFFSET);
+    const crc = crc32c(set, pos + ATTRIBUTES_OFFSET, batchEnd);
+    if (crc !== storedCrc) {
+      throw corrupt(context, baseOffset, `CRC-32C ${crc} where the batch says ${storedCrc}`);
+    }
+    const attributes = set.readInt16BE(pos + ATTRIBUTES_OFFSET);
+    const lastOffset = baseOffset + BigInt(set.readInt32BE(pos + LAST_OFFSET_DELTA_OFFSET));
+    const count = set.readInt32BE(pos + COUNT_OFFSET);
+    const batchStart = pos;
+    pos = batchEnd;
+    batchesEnd = lastOffset + 1n;
+    if (count <= 0 || lastOffset < fetchOffset) continue;
+    const control = (attributes & CONTROL_FLAG) !== 0;
+    if (control && aborted === undefined) continue;
+    const producerId = set.readBigInt64BE(batchStart + PRODUCER_ID_OFFSET);
+    const transactional = (attributes & TRANSACTIONAL_FLAG) !== 0;
+    // A batch of an aborted transaction that no later-listed transaction enters: skip it whole.
+    const whole = aborted === undefined || !transactional || !aborted.startsBy(lastOffset);
+    if (!control && whole && transactional && aborted?.has(producerId) === true) continue;
+
+    let data = set;
+    let start = batchStart + BATCH_HEADER_BYTES;
+    let stop = batchEnd;
+    if ((attributes & COMPRESSION_MASK) !== 0) {
+      // kafkajs's registry; a codec it lacks throws its KafkaJSNotImplemented, as kafkajs did.
+      const codec = compression.lookupCodecByAttributes(attributes);
+      if (codec !== null) {
+        data = await codec.decompress(set.subarray(start, stop));
+        start = 0;
+        stop = data.length;
+      }
+    }
+    const firstTimestamp = readInt64AsNumber(set, batchStart + BASE_TIMESTAMP_OFFSET);
+    const logAppendTime =
+      (attributes & LOG_APPEND_TIME_FLAG) !== 0
+        ? readInt64AsNumber(set, batchStart + MAX_TIMESTAMP_OFFSET)
+        : undefined;
+    const batch: BatchContext = {
+      baseOffset,
+      baseNumber: baseOffset >= 0n && lastOffset <= MAX_SAFE ? Number(baseOffset) : -1,
+      minOffsetDelta: baseOffset >= fetchOffset ? -Infinity : Number(fetchOffset - baseOffset),
+      firstTimestamp,
+      logAppendTime,
+    };
+    if (!control && whole) {
+      decodeRecords(data, start, stop, count, batch, records, context);
+      continue;
+    }
+    // Control records, or a transactional batch that an aborted transaction enters part way.
+    const decoded: RawRecord[] = [];
+    decodeRecords(data, start, stop, count, batch, decoded, context);
+    const filter = aborted as AbortedFilter;
+    for (const record of decoded) {
+      filter.advance(record.offset);
+      if (control) {
+        if (isAbortMarker(record.key)) filter.end(producerId);
+      } else if (!filter.has(producerId)) {
+        records.push(record);
+      }
+    }
+  }
+  return { records, batchesEnd };
+}
+
+interface BatchContext {
+  readonly baseOffset: bigint;
+  /** The base offset as a number when every offset of the batch is exact as one; else -1. */
+  readonly baseNumber: number;
+  /** Records with a smaller offset delta are below the fetch offset. */
+  readonly minOffsetDelta: number;
+  readonly firstTimestamp: number;
+  /** The batch's max timestamp when the topic stamps log-append time (every record gets it). */
+  readonly logAppendTime: number | undefined;
+}
+
+/** Read position of {@link decodeRecords} and its varint readers (synchronous: never interleaved). */
+let at = 0;
+
+/** Decodes `count` records from `data[start, stop)`, keeping those at or past the fetch offset. */
+function decodeRecords(
+  data: Buffer,
+  start: number,
+  stop: number,
+  count: number,
+  batch: BatchContext,
+  out: RawRecord[],
+  context: RecordSetContext,
+): void {
+  at = start;
+  for (let i = 0; i < count; i++) {
+    if (at >= stop) throw corrupt(context, batch.baseOffset, `${count} records announced, ${i} found`);
+    const size = readVarint(data);
+    const recordEnd = at + size;
+    at++; // record attributes: unused
+    const timestampDelta = readVarlong(data);
+    const offsetDelta = readVarint(data);
+    const keyLength = readVarint(data);
+    let key: Buffer | null = null;
+    if (keyLength >= 0) {
+      key = data.subarray(at, at + keyLength);
+      at += keyLength;
+    }
+    const valueLength = readVarint(data);
+    let value: Buffer | null = null;
+    if (valueLength >= 0) {
+      value = data.subarray(at, at + valueLength);
+      at += valueLength;
+    }
+    const headerCount = readVarint(data);
+    const headers = headerCount <= 0 ? NO_HEADERS : readHeaders(data, headerCount);
+    if (at > recordEnd || recordEnd > stop) {
+      throw corrupt(context, batch.baseOffset, `record ${i} overruns its length`);
+    }
+    at = recordEnd;
+    if (offsetDelta < batch.minOffsetDelta) continue;
+    out.push({
+      offset:
+        batch.baseNumber >= 0
+          ? BigInt(batch.baseNumber + offsetDelta)
+          : batch.baseOffset + BigInt(offsetDelta),
+      timestamp: batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
+      key,
+      value,
+      headers,
+    });
+  }
+}
+
+/**
+ * A record's headers as own properties, a repeated name collecting its values into an array in
+ * order. A header named like an `Object.prototype` member (`valueOf`, `__proto__` …) is an own
+ * property like any other.
+ */
+function readHeaders(data: Buffer, count: number): Record<string, Buffer | null | Array<Buffer | null>> {
+  const headers: Record<string, Buffer | null | Array<Buffer | null>> = {};
+  for (let h = 0; h < count; h++) {
+    const nameLength = readVarint(data);
+    // kafkajs named a null header name "null"; Kafka's clients never send one.
+    const name = nameLength < 0 ? "null" : headerName(data, at, nameLength);
+    if (nameLength > 0) at += nameLength;
+    const valueLength = readVarint(data);
+    let value: Buffer | null = null;
+    if (valueLength >= 0) {
+      value = data.subarray(at, at + valueLength);
+      at += valueLength;
+    }
+    if (!Object.hasOwn(headers, name)) {
+      if (name === "__proto__") Object.defineProperty(headers, name, ownValue(value));
+      else headers[name] = value;
+      continue;
+    }
+    const seen = headers[name] as Buffer | null | Array<Buffer | null>;
+    if (Array.isArray(seen)) seen.push(value);
+    else if (name === "__proto__") Object.defineProperty(headers, name, ownValue([seen, value]));
+    else headers[name] = [seen, value];
+  }
+  return headers;
+}
+
+/** Header names decoded lately, by their bytes: records of a topic mostly repeat a few names. */
+const NAME_CACHE_SIZE = 32;
+const MAX_CACHED_NAME_BYTES = 64;
+const cachedNameBytes: Uint8Array[] = [];
+const cachedNames: string[] = [];
+let nextCacheSlot = 0;
+
+/** The UTF-8 header name in `data[start, start + length)`, from the cache when seen lately. */
+function headerName(data: Buffer, start: number, length: number): string {
+  if (length > MAX_CACHED_NAME_BYTES) return data.toString("utf8", start, start + length);
+  search: for (let c = 0; c < cachedNameBytes.length; c++) {
+    const bytes = cachedNameBytes[c] as Uint8Array;
+    if (bytes.length !== length) continue;
+    for (let i = 0; i < length; i++) if (bytes[i] !== data[start + i]) continue search;
+    return cachedNames[c] as string;
+  }
+  const name = data.toString("utf8", start, start + length);
+  cachedNameBytes[nextCacheSlot] = new Uint8Array(data.subarray(start, start + length)); // a copy
+  cachedNames[nextCacheSlot] = name;
+  nextCacheSlot = (nextCacheSlot + 1) % NAME_CACHE_SIZE;
+  return name;
+}
+
+function ownValue(value: unknown): PropertyDescriptor {
+  return { value, writable: true, enumerable: true, configurable: true };
+}
+
+/** A zigzag varint (32-bit) at {@link at}. */
+function readVarint(data: Buffer): number {
+  let byte = data[at++] as number;
+  let raw = byte & 0x7f;
+  if (byte >= 0x80) {
+    byte = data[at++] as number;
+    raw |= (byte & 0x7f) << 7;
+    if (byte >= 0x80) {
+      byte = data[at++] as number;
+      raw |= (byte & 0x7f) << 14;
+      if (byte >= 0x80) {
+        byte = data[at++] as number;
+        raw |= (byte & 0x7f) << 21;
+        if (byte >= 0x80) {
+          byte = data[at++] as number;
+          raw |= byte << 28;
+        }
+      }
+    }
+  }
+  return (raw >>> 1) ^ -(raw & 1);
+}
+
+/** A zigzag varlong at {@link at}, as a number (exact up to 2^53: timestamp deltas). */
+function readVarlong(data: Buffer): number {
+  let byte = data[at++] as number;
+  if (byte < 0x80) return (byte >>> 1) ^ -(byte & 1);
+  let raw = byte & 0x7f;
+  let scale = 128;
+  do {
+    byte = data[at++] as number;
+    raw += (byte & 0x7f) * scale;
+    scale *= 128;
+  } while (byte >= 0x80 && scale <= 2 ** 63);
+  return raw % 2 === 0 ? raw / 2 : -(raw + 1) / 2;
+}
+
+/** A signed 64-bit integer as a number (exact up to 2^53: timestamps). */
+function readInt64AsNumber(data: Buffer, offset: number): number {
+  return data.readInt32BE(offset) * TWO_POW_32 + data.readUInt32BE(offset + 4);
+}
+
+function isAbortMarker(key: Buffer | null): boolean {
+  // Control record key: version int16, type int16 (0 abort, 1 commit).
+  return key !== null && key.length === 4 && key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0;
+}
+
+/**
+ * The aborted transactions of a partition, entered in first-offset order as records pass them and
+ * ended by their producer's abort marker, as the Java consumer does. (kafkajs's own filter expected
+ * the broker's list sorted, which it is not, and entered only one transaction per record.)
+ */
+class AbortedFilter {
+  private readonly upcoming: AbortedTransaction[];
+  private next = 0;
+  private readonly producers = new Set<bigint>();
+
+  constructor(transactions: readonly AbortedTransaction[]) {
+    this.upcoming = [...transactions].sort((a, b) =>
+      a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0,
+    );
+  }
+
+  /** Whether a transaction not yet entered starts at or before `offset`. */
+  startsBy(offset: bigint): boolean {
+    return (
+      this.next < this.upcoming.length &&
+      (this.upcoming[this.next] as AbortedTransaction).firstOffset <= offset
+    );
+  }
+
+  /** Enters every transaction that starts at or before `offset`. */
+  advance(offset: bigint): void {
+    while (this.startsBy(offset)) {
+      this.producers.add((this.upcoming[this.next] as AbortedTransaction).producerId);
+      this.next++;
+    }
+  }
+
+  has(producerId: bigint): boolean {
+    return this.producers.has(producerId);
+  }
+
+  end(producerId: bigint): void {
+    this.producers.delete(producerId);
+  }
+}
+
+/** An old message set entry (magic 0 or 1) through kafkajs's decoder; no headers, no transactions. */
+async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RawRecord[]): Promise<void> {
+  const messages = await decodeMessageSet(new KafkajsDecoder(entry), entry.length);
+  for (const message of messages) {
+    const offset = BigInt(message.offset);
+    if (offset < fetchOffset) continue;
+    out.push({
+      offset,
+      timestamp: Number(message.timestamp ?? -1),
+      key: message.key,
+      value: message.value,
+      headers: NO_HEADERS,
+    });
+  }
+}
+
+// Not `retriable`: fetching the same bytes again in a loop cannot repair them. As with the Java
+// consumer's check.crcs, the reader fails and the job's restart strategy decides (a restart may read
+// from a healthy replica after a leader change), as a Flink job would.
+function corrupt(context: RecordSetContext, baseOffset: bigint, problem: string): OnceflowError {
+  const error = new OnceflowError(
+    "SERVICE_UNAVAILABLE",
+    `corrupt record batch at offset ${baseOffset} of ${context.topic}[${context.partition}]: ${problem} ` +
+      "(the broker's log or the network damaged it; check the broker's log for this partition)",
+    { details: { topic: context.topic, partition: context.partition, offset: String(baseOffset) } },
+  );
+  return Object.assign(error, { retriable: false as const });
+}
