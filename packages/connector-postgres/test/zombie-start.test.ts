@@ -46,11 +46,17 @@ describe.each(["prepared", "staging"] as const)("a zombie's sink start (%s mode)
     await newer.start();
     await newer.write(...ids);
     const checkpoint = await newer.snapshot(1);
-    // The zombie (incarnation 4, claimed before the newer one) starts its sink only now.
-    const zombie = new SinkDriver(new (await sinkOfProcess(`${sinkId}-zombie`))<number>(options(sinkId)), {
-      incarnation: 4,
-    });
-    await zombie.start();
+    // Two zombies (incarnations 3 and 4, claimed before the newer one) start their sinks only now,
+    // the oldest first: the second must still see that the newer process started epoch 1.
+    const zombies: SinkDriver<number>[] = [];
+    for (const incarnation of [3, 4]) {
+      const zombie = new SinkDriver(
+        new (await sinkOfProcess(`${sinkId}-zombie-${incarnation}`))<number>(options(sinkId)),
+        { incarnation },
+      );
+      await zombie.start();
+      zombies.push(zombie);
+    }
     // The next process (incarnation 6) restores the newer one's checkpoint: every row, once.
     const next = new SinkDriver(new (await sinkOfProcess(`${sinkId}-next`))<number>(options(sinkId)), {
       incarnation: 6,
@@ -66,14 +72,16 @@ describe.each(["prepared", "staging"] as const)("a zombie's sink start (%s mode)
     ]);
     expect(prepared).toEqual([]);
     await next.close();
-    // The zombie said what it kept and why.
-    expect(zombie.logger.entries.map((entry) => entry.message)).toContainEqual(
-      expect.stringContaining("kept the prepared transactions and staging tables of a newer attempt"),
-    );
+    // Each zombie said what it kept and why.
+    for (const zombie of zombies) {
+      expect(zombie.logger.entries.map((entry) => entry.message)).toContainEqual(
+        expect.stringContaining("kept the prepared transactions and staging tables of newer attempts"),
+      );
+    }
   });
 });
 
-it("adds the incarnation column to an epoch table made before it", async () => {
+it("adds the bumps column to an epoch table made before it, and records each bump's incarnation", async () => {
   const epochTable = uniqueName("old_epochs");
   await sql(
     url,
@@ -96,8 +104,8 @@ it("adds the incarnation column to an epoch table made before it", async () => {
     await driver.start();
     await driver.close();
     expect(
-      await sql(url, `SELECT epoch::int, incarnation::int FROM ${epochTable} WHERE sink_id = $1`, [sinkId]),
-    ).toEqual([{ epoch: 1, incarnation: 3 }]);
+      await sql(url, `SELECT epoch::int, bumps FROM ${epochTable} WHERE sink_id = $1`, [sinkId]),
+    ).toEqual([{ epoch: 1, bumps: [[1, 3]] }]);
   } finally {
     await sql(url, `DROP TABLE IF EXISTS ${epochTable}`);
   }

@@ -38,8 +38,8 @@ export class ControlTables {
          epoch bigint NOT NULL, row_count bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (sink_id, subtask, checkpoint_id))`,
       `CREATE TABLE IF NOT EXISTS ${this.epochs.sql} (
-         sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL, incarnation bigint,
-         PRIMARY KEY (sink_id, subtask))`,
+         sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL,
+         bumps jsonb NOT NULL DEFAULT '[]', PRIMARY KEY (sink_id, subtask))`,
     ];
     for (const statement of statements) {
       try {
@@ -55,29 +55,27 @@ export class ControlTables {
         );
       }
     }
-    // Epoch tables made before the incarnation column: add it (only then, as ALTER TABLE needs ownership).
+    // Epoch tables made before the bumps column: add it (only then, as ALTER TABLE needs ownership).
     const column = await client.query(
-      `SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'incarnation' AND NOT attisdropped`,
+      `SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'bumps' AND NOT attisdropped`,
       [this.epochs.sql],
     );
     if (column.rowCount === 0) {
       try {
-        await client.query(`ALTER TABLE ${this.epochs.sql} ADD COLUMN IF NOT EXISTS incarnation bigint`);
-      } catch (error) {
-        throw asPermissionError(
-          error,
-          "controlSchema",
-          `adding the column incarnation to ${this.epochs.sql}`,
+        await client.query(
+          `ALTER TABLE ${this.epochs.sql} ADD COLUMN IF NOT EXISTS bumps jsonb NOT NULL DEFAULT '[]'`,
         );
+      } catch (error) {
+        throw asPermissionError(error, "controlSchema", `adding the column bumps to ${this.epochs.sql}`);
       }
     }
   }
 
   /**
-   * Starts a new epoch for (sink, subtask), recording the attempt's incarnation with it, and says
-   * which earlier epoch a newer incarnation started (a zombie's start must not clean up after it).
-   * Waits (up to `lockTimeoutMs`) for any commit of an older epoch that holds the share lock; throws
-   * the lock error when that takes longer.
+   * Starts a new epoch for (sink, subtask), recording which incarnation started it (the row keeps
+   * the last {@link EPOCH_HISTORY} bumps), and says which earlier epochs newer incarnations started:
+   * a zombie's start must not clean up after them. Waits (up to `lockTimeoutMs`) for any commit of
+   * an older epoch that holds the share lock; throws the lock error when that takes longer.
    */
   async bumpEpoch(
     client: ClientBase,
@@ -90,25 +88,24 @@ export class ControlTables {
     try {
       await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
       // Waits for prepares and commits of older epochs that are in flight (see withEpochFence).
-      // It also orders the bumps of (sink, subtask): the row read next is the latest one.
+      // It also orders the bumps of (sink, subtask): the history read next is complete.
       await client.query("SELECT pg_advisory_xact_lock($1, $2)", this.fenceKey(sinkId, subtask));
-      const previous = await client.query<{ epoch: string; incarnation: string | null }>(
-        `SELECT epoch::text, incarnation::text FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2`,
+      const previous = await client.query<{ epoch: string; bumps: unknown }>(
+        `SELECT epoch::text, bumps FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2`,
         [sinkId, subtask],
       );
-      const result = await client.query<{ epoch: string }>(
-        `INSERT INTO ${this.epochs.sql} AS e (sink_id, subtask, epoch, incarnation) VALUES ($1, $2, 1, $3)
-         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = e.epoch + 1, incarnation = $3 RETURNING epoch::text`,
-        [sinkId, subtask, incarnation],
+      const history = epochHistory(previous.rows[0]?.bumps);
+      const epoch = Number(previous.rows[0]?.epoch ?? 0) + 1;
+      const bumps = [...history, [epoch, incarnation]].slice(-EPOCH_HISTORY);
+      await client.query(
+        `INSERT INTO ${this.epochs.sql} (sink_id, subtask, epoch, bumps) VALUES ($1, $2, $3, $4::jsonb)
+         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = EXCLUDED.epoch, bumps = EXCLUDED.bumps`,
+        [sinkId, subtask, epoch, JSON.stringify(bumps)],
       );
       await client.query("COMMIT");
-      const before = previous.rows[0];
-      const byNewer = before?.incarnation != null && Number(before.incarnation) > incarnation;
       return {
-        epoch: Number(result.rows[0]?.epoch),
-        ...(byNewer
-          ? { newerIncarnation: { epoch: Number(before.epoch), incarnation: Number(before.incarnation) } }
-          : {}),
+        epoch,
+        epochsOfNewerIncarnations: history.filter(([, by]) => by > incarnation).map(([bumped]) => bumped),
       };
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
@@ -242,16 +239,31 @@ export class ControlTables {
 }
 
 /**
- * What {@link ControlTables.bumpEpoch} did: the new epoch, and the epoch a newer incarnation had
- * started before (only when one had: then this attempt is a zombie that resumed, or the checkpoint
- * storage was reset and its incarnations started again).
+ * What {@link ControlTables.bumpEpoch} did: the new epoch, and the earlier epochs that newer
+ * incarnations had started (any: this attempt is a zombie that resumed, or the checkpoint storage
+ * was reset and its incarnations started again).
  *
  * @example
  * ```ts
- * const bump: EpochBump = { epoch: 8, newerIncarnation: { epoch: 7, incarnation: 12 } };
+ * const bump: EpochBump = { epoch: 8, epochsOfNewerIncarnations: [7] };
  * ```
  */
 export interface EpochBump {
   readonly epoch: number;
-  readonly newerIncarnation?: { readonly epoch: number; readonly incarnation: number };
+  readonly epochsOfNewerIncarnations: readonly number[];
+}
+
+/**
+ * How many bumps an epoch row remembers with their incarnation. An epoch older than that counts as
+ * an older attempt's: a zombie would have to stay frozen through this many restarts of its subtask.
+ */
+export const EPOCH_HISTORY = 64;
+
+/** The `bumps` column: `[epoch, incarnation]` pairs, oldest first; anything else reads as none. */
+function epochHistory(value: unknown): Array<[number, number]> {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (pair): pair is [number, number] =>
+      Array.isArray(pair) && pair.length === 2 && Number.isFinite(pair[0]) && Number.isFinite(pair[1]),
+  );
 }

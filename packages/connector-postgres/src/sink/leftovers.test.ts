@@ -3,20 +3,23 @@ import { isOlderAttempt } from "./leftovers.js";
 
 describe("isOlderAttempt: which leftovers an attempt's start cleans up", () => {
   it("cleans up epochs before its own, and names without a readable epoch", () => {
-    expect(isOlderAttempt(7, { epoch: 8 })).toBe(true);
-    expect(isOlderAttempt(1, { epoch: 8 })).toBe(true);
-    expect(isOlderAttempt(undefined, { epoch: 8 })).toBe(true);
+    const bump = { epoch: 8, epochsOfNewerIncarnations: [] };
+    expect(isOlderAttempt(7, bump)).toBe(true);
+    expect(isOlderAttempt(1, bump)).toBe(true);
+    expect(isOlderAttempt(undefined, bump)).toBe(true);
   });
 
   it("keeps its own epoch and later ones: a newer process bumped after this attempt (this one is a zombie)", () => {
-    expect(isOlderAttempt(8, { epoch: 8 })).toBe(false);
-    expect(isOlderAttempt(9, { epoch: 8 })).toBe(false);
+    const bump = { epoch: 8, epochsOfNewerIncarnations: [] };
+    expect(isOlderAttempt(8, bump)).toBe(false);
+    expect(isOlderAttempt(9, bump)).toBe(false);
   });
 
-  it("keeps everything when a newer incarnation had bumped before this attempt", () => {
-    const bump = { epoch: 8, newerIncarnation: { epoch: 7, incarnation: 12 } };
-    expect(isOlderAttempt(7, bump)).toBe(false);
-    expect(isOlderAttempt(6, bump)).toBe(false);
-    expect(isOlderAttempt(undefined, bump)).toBe(false);
+  it("keeps the epochs newer incarnations started before this attempt, and cleans the others", () => {
+    // Epoch 5 by incarnation 12, epoch 6 by an older zombie (incarnation 9), this attempt incarnation 10.
+    const bump = { epoch: 7, epochsOfNewerIncarnations: [5] };
+    expect(isOlderAttempt(5, bump)).toBe(false);
+    expect(isOlderAttempt(6, bump)).toBe(true);
+    expect(isOlderAttempt(4, bump)).toBe(true);
   });
 });

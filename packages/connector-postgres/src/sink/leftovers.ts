@@ -7,8 +7,8 @@ import { stageTablePrefix, stageTablesPrefix } from "./staging-mode.js";
 /**
  * Rolls back the prepared transactions and drops the staging tables that earlier attempts left for
  * `subtask` of this sink: under the prefixes `<sinkId>-<subtask>-` (gids) and
- * `onceflow_stage_<hash>_<subtask>_` (tables), of every epoch before `bump.epoch` — and none when a
- * newer incarnation had started the epoch before (`bump.newerIncarnation`). Runs after the restored
+ * `onceflow_stage_<hash>_<subtask>_` (tables), of every epoch before `bump.epoch` except those that
+ * newer incarnations started (`bump.epochsOfNewerIncarnations`). Runs after the restored
  * checkpoint's transactions were committed, so nothing of an older attempt found here can still be
  * needed, and after this attempt's epoch bump, which waited for any prepare still in flight.
  *
@@ -17,11 +17,6 @@ import { stageTablePrefix, stageTablesPrefix } from "./staging-mode.js";
  * if its cleanup runs after a newer process bumped the epoch again, that process's epochs are
  * later than this one's. Rolling either back would lose rows. The newer process is fenced by the
  * epochs instead (it restarts), and its next attempt restores and commits them.
- *
- * Known limit: the epoch row remembers only the latest bump's incarnation. Two zombies of older
- * incarnations resuming one after the other behind a newer process can still let the second one
- * clean up the newer process's work; closing that needs the checkpoint storage's word on which
- * incarnation is newest.
  *
  * @example
  * ```ts
@@ -69,27 +64,26 @@ export async function rollBackLeftovers(setup: SinkSetup, subtask: number, bump:
   }
   if (kept.length > 0) {
     setup.logger.warn(
-      { kept, subtask, epoch: bump.epoch, newerIncarnation: bump.newerIncarnation },
-      "kept the prepared transactions and staging tables of a newer attempt: this process is a zombie of an older incarnation (it will be stopped, and the newer process restores them), or the checkpoint storage was reset and its incarnations started again (they are cleaned up at the next start)",
+      { kept, subtask, epoch: bump.epoch, epochsOfNewerIncarnations: bump.epochsOfNewerIncarnations },
+      "kept the prepared transactions and staging tables of newer attempts: this process is a zombie of an older incarnation (it will be stopped, and the newer process restores them), or the checkpoint storage was reset and its incarnations started again (a later start cleans them up)",
     );
   }
 }
 
 /**
  * Whether a leftover of `epoch` belongs to an attempt older than the one that made `bump`: an earlier
- * epoch, while no newer incarnation had bumped before it. A name without a readable epoch
- * (`undefined`) is old.
+ * epoch, not started by a newer incarnation. A name without a readable epoch (`undefined`) is old.
  *
  * @example
  * ```ts
- * isOlderAttempt(6, { epoch: 8 }); // true
- * isOlderAttempt(9, { epoch: 8 }); // false: a newer process bumped after this attempt
- * isOlderAttempt(6, { epoch: 8, newerIncarnation: { epoch: 7, incarnation: 12 } }); // false: this one is the zombie
+ * isOlderAttempt(6, { epoch: 8, epochsOfNewerIncarnations: [] }); // true
+ * isOlderAttempt(9, { epoch: 8, epochsOfNewerIncarnations: [] }); // false: a newer process bumped after this attempt
+ * isOlderAttempt(7, { epoch: 8, epochsOfNewerIncarnations: [7] }); // false: this attempt is the zombie
  * ```
  */
 export function isOlderAttempt(epoch: number | undefined, bump: EpochBump): boolean {
-  if (bump.newerIncarnation !== undefined) return false;
-  return epoch === undefined || epoch < bump.epoch;
+  if (epoch === undefined) return true;
+  return epoch < bump.epoch && !bump.epochsOfNewerIncarnations.includes(epoch);
 }
 
 /** The epoch in a gid (`<sinkId>-<subtask>-<epoch>-<checkpointId>`) or staging table name (`…_<subtask>_<epoch>_<sequence>`), read from `at`. */

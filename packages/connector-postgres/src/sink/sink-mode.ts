@@ -94,7 +94,7 @@ export interface SinkSetup {
   readonly subtask: number;
   /** This attempt's epoch of (sinkId, subtask): raised at every start, it fences older attempts. */
   readonly epoch: number;
-  /** How the epoch was started: also which epoch a newer incarnation had started before, if any. */
+  /** How the epoch was started: also which earlier epochs newer incarnations had started. */
   readonly bump: EpochBump;
   readonly control: ControlTables;
   /** The schema of the target table (and of staging and scratch tables). */
