@@ -80,7 +80,7 @@ describe.each([
     // Every case of the contract suite ran and passed: none failed, none skipped.
     const results = JSON.parse(await readFile(join(folder, "vitest.json"), "utf8"));
     expect(results).toMatchObject({ success: true, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0 });
-    expect(results.numPassedTests).toBeGreaterThanOrEqual(26);
+    expect(results.numPassedTests).toBeGreaterThanOrEqual(27);
 
     // The built package loads from both module systems.
     const esm = expectSuccess(

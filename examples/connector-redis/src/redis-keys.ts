@@ -5,6 +5,10 @@ import { ConfigurationError } from "@onceflow/core";
 //   <keyPrefix>:<sinkId>:staged:<subtaskIndex>:<transactionId>   a list: the records preCommit staged
 //   <keyPrefix>:<sinkId>:committed:<transactionId>                 the commit marker (expires after a TTL)
 //
+// A transaction id is `i<incarnation>-<16 hex digits>`: the incarnation of the process that began it
+// (RuntimeContext.incarnation), so that recovery can leave alone what a newer incarnation staged.
+// Ids of versions before that are 16 hex digits only; they count as older than every incarnation.
+//
 // A staged list exists only between preCommit and commit (or abort): anything still there once a job
 // is done was left behind. The marker makes commit idempotent: a second commit of the same
 // transaction (after a crash, or from an older checkpoint) finds it and does nothing.
@@ -15,7 +19,7 @@ import { ConfigurationError } from "@onceflow/core";
  * @example
  * ```ts
  * const keys = new RedisSinkKeys("onceflow", "orders");
- * keys.staged(0, "9f2c…"); // "onceflow:orders:staged:0:9f2c…"
+ * keys.staged(0, "i3-9f2c…"); // "onceflow:orders:staged:0:i3-9f2c…"
  * ```
  */
 export class RedisSinkKeys {
@@ -51,12 +55,20 @@ export class RedisSinkKeys {
     return `${this.keyPrefix}:${this.sinkId}:staged:*`;
   }
 
-  /** The subtask index in a staged key name, or undefined when the key is not one of this sink's. */
-  subtaskOfStaged(key: string): number | undefined {
+  /**
+   * The subtask index and incarnation in a staged key name; `incarnation` is undefined for keys of
+   * the format before incarnations were in transaction ids (older than every incarnation). The
+   * result is undefined when the key is not one of this sink's staged lists.
+   */
+  parseStaged(key: string): { subtaskIndex: number; incarnation: number | undefined } | undefined {
     const prefix = `${this.keyPrefix}:${this.sinkId}:staged:`;
     if (!key.startsWith(prefix)) return undefined;
-    const index = Number(key.slice(prefix.length).split(":")[0]);
-    return Number.isInteger(index) && index >= 0 ? index : undefined;
+    const match = /^(\d+):(?:i(\d+)-)?[0-9a-f]+$/.exec(key.slice(prefix.length));
+    if (match === null) return undefined;
+    return {
+      subtaskIndex: Number(match[1]),
+      incarnation: match[2] === undefined ? undefined : Number(match[2]),
+    };
   }
 }
 

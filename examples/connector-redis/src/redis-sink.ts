@@ -62,11 +62,14 @@ export interface RedisSinkOptions<IN> {
  *
  * @example
  * ```ts
- * const transaction: RedisTransaction = { id: "a1b2c3d4e5f60718", subtaskIndex: 0, recordCount: 3 };
+ * const transaction: RedisTransaction = { id: "i3-a1b2c3d4e5f60718", subtaskIndex: 0, recordCount: 3 };
  * ```
  */
 export interface RedisTransaction {
-  /** Names the staged list and the commit marker. */
+  /**
+   * Names the staged list and the commit marker: `i<incarnation>-<16 hex digits>`, the incarnation
+   * of the process that began it (handles stored before that have the hex digits only).
+   */
   readonly id: string;
   /** The subtask that wrote it: recovery cleans up per subtask. */
   readonly subtaskIndex: number;
@@ -84,8 +87,8 @@ const DAY_SECONDS = 24 * 60 * 60;
  * barrier `preCommit` stages them in a list of their own (MULTI/EXEC: all or nothing); once the
  * checkpoint is stored, `commit` runs a Lua script that moves them into the destination list and
  * sets a commit marker in one atomic step, so committing again does nothing. A restart deletes
- * what a crashed attempt staged without a stored checkpoint; {@link listStagedTransactions} shows
- * what is staged right now.
+ * what a crashed attempt staged without a stored checkpoint — never what a newer incarnation
+ * staged; {@link listStagedTransactions} shows what is staged right now.
  *
  * The sink opens its own client in `openResources` and closes it in `closeResources`.
  *
@@ -154,9 +157,11 @@ export class RedisSink<IN> extends TwoPhaseCommitSink<IN, RedisTransaction> {
   // ---- the transaction steps ------------------------------------------------------------------
 
   protected beginTransaction(): RedisTransaction {
+    const { subtaskIndex, incarnation } = this.runtimeContext;
     const transaction = {
-      id: randomBytes(8).toString("hex"),
-      subtaskIndex: this.runtimeContext.subtaskIndex,
+      // The incarnation in the id keeps a zombie's recovery from deleting a newer process's lists.
+      id: `i${incarnation}-${randomBytes(8).toString("hex")}`,
+      subtaskIndex,
       recordCount: 0,
     };
     this.buffers.set(transaction.id, []);
@@ -209,12 +214,27 @@ export class RedisSink<IN> extends TwoPhaseCommitSink<IN, RedisTransaction> {
    * After recovery: delete what earlier attempts of this sink's subtasks staged and no restored
    * checkpoint committed (a pre-commit whose checkpoint was never stored, or newer than the one
    * restored). Subtask `s` of any earlier parallelism belongs to subtask `s % parallelism` now.
+   * Lists of a newer incarnation are kept: this attempt is then a zombie (frozen after its
+   * incarnation claim, started after a newer process) and the newer process's stored checkpoint
+   * may still commit them.
    */
   protected override async finishRecoveringTransactions(): Promise<void> {
-    const { subtaskIndex, parallelism } = this.runtimeContext;
-    const mine = (await listStagedTransactions(this.redis, this.keys)).filter(
-      (key) => (this.keys.subtaskOfStaged(key) ?? -1) % parallelism === subtaskIndex,
-    );
+    const { subtaskIndex, parallelism, incarnation } = this.runtimeContext;
+    const mine: string[] = [];
+    const kept: string[] = [];
+    for (const key of await listStagedTransactions(this.redis, this.keys)) {
+      const parsed = this.keys.parseStaged(key);
+      if (parsed === undefined || parsed.subtaskIndex % parallelism !== subtaskIndex) continue;
+      // Keys without an incarnation are from before incarnations were in ids: older than any.
+      if (parsed.incarnation !== undefined && parsed.incarnation > incarnation) kept.push(key);
+      else mine.push(key);
+    }
+    if (kept.length > 0) {
+      this.logger.warn(
+        { incarnation, kept },
+        "kept staged lists of newer incarnations: this process is a zombie that resumed after a newer one started (it will be stopped), or the checkpoint storage was reset and its incarnations started again",
+      );
+    }
     if (mine.length === 0) return;
     await this.redis.del(mine);
     this.logger.info({ keys: mine.length }, "deleted staged lists that earlier attempts left behind");

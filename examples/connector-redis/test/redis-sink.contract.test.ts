@@ -4,7 +4,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { listStagedTransactions, type RedisClient, RedisSink } from "../src/index.js";
 
-// The sink contract suite (26 cases: injected throws, simulated kills between any two steps,
+// The sink contract suite (27 cases: injected throws, simulated kills between any two steps,
 // repeated or aborted notifications, restores of the same or an older checkpoint, two subtasks …)
 // against a real Redis: ONCEFLOW_REDIS_URL when set, else redis:7 in Docker, else a redis-server
 // the testkit starts on a free port for this file and stops after it.

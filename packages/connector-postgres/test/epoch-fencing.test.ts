@@ -148,7 +148,9 @@ describe("PostgresSink prepared mode: attempts are told apart by their epoch", (
       await new Promise((resolve) => setTimeout(resolve, 300));
       // What a newer process of the sink does first at its start.
       const control = new ControlTables("public", "onceflow_sink_markers", "onceflow_sink_epochs");
-      const bumping = control.bumpEpoch(newer, sinkId, 0, 10_000).then(async () => preparedGids(url, sinkId));
+      const bumping = control
+        .bumpEpoch(newer, sinkId, 0, 10_000, 2)
+        .then(async () => preparedGids(url, sinkId));
       await new Promise((resolve) => setTimeout(resolve, 300));
       await blocker.query("ROLLBACK");
       // When the bump returns, the zombie's PREPARE has ended: the newer process's leftover scan sees it.

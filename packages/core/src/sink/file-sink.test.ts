@@ -55,7 +55,7 @@ describe("FileSink", () => {
     expect(await committedNames()).toEqual([]);
     const staged = await stagingNames();
     expect(staged).toHaveLength(1);
-    expect(staged[0]).toMatch(/^part-0-1-[0-9a-f]{16}\.staging$/);
+    expect(staged[0]).toMatch(/^part-0-1-i1-[0-9a-f]{16}\.staging$/);
     expect(await readFile(join(directory, ".staging", staged[0] ?? ""), "utf8")).toBe('"a"\n"b"\n');
     await harness.notifyComplete(1);
     expect(await readCommittedFiles(directory)).toEqual(["a", "b"]);
@@ -254,6 +254,26 @@ describe("FileSink recovery", () => {
     );
     const cleanup = harness.logger.entries.find((entry) => entry.message.startsWith("deleted staging files"));
     expect(cleanup?.fields.deleted).toHaveLength(4);
+  });
+
+  it("keeps the staging files of newer incarnations: a zombie's start must not delete what a newer process pre-committed", async () => {
+    await mkdir(join(directory, ".staging"), { recursive: true });
+    const hex = "0123456789abcdef";
+    const leftovers = [
+      `part-0-3-i4-${hex}.staging`, // an older incarnation's: delete
+      `part-0-3-i5-${hex}.staging`, // this incarnation's (an earlier try of it): delete
+      `part-0-4-${hex}.staging`, // from before incarnations were in the name: delete
+      `part-0-4-i6-${hex}.staging`, // the newer process's, maybe in its stored checkpoint: keep
+    ];
+    for (const name of leftovers) await writeFile(join(directory, ".staging", name), "x");
+    const { sink } = fileSink();
+    const harness = new SinkTestHarness<unknown>(sink, { incarnation: 5 });
+    await harness.initialize({ checkpointId: 2, state: {} });
+    expect(await stagingNames()).toEqual([`part-0-4-i6-${hex}.staging`]);
+    const kept = harness.logger.entries.find((entry) =>
+      entry.message.startsWith("kept staging files of newer"),
+    );
+    expect(kept?.fields.kept).toEqual([`part-0-4-i6-${hex}.staging`]);
   });
 
   it("deletes this subtask's leftover staging files on a fresh start", async () => {

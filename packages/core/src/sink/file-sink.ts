@@ -13,7 +13,7 @@ import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
  *
  * @example
  * ```ts
- * const transaction: FileTransaction = { id: "9f2c4e1a0b3d5f67", stagingFile: "part-0-4-9f2c4e1a0b3d5f67.staging",
+ * const transaction: FileTransaction = { id: "9f2c4e1a0b3d5f67", stagingFile: "part-0-4-i7-9f2c4e1a0b3d5f67.staging",
  *   committedFile: "part-0-4-9f2c4e1a0b3d5f67.jsonl", byteLength: 120, recordCount: 3 };
  * ```
  */
@@ -76,7 +76,7 @@ const defaultEncoder = (value: unknown): string => `${JSON.stringify(value)}\n`;
  * records of that checkpoint, or nothing.
  *
  * Each transaction writes (buffered) to a staging file
- * `<directory>/.staging/<prefix>-<subtask>-<n>-<random>.staging`, where `n` is the id of the
+ * `<directory>/.staging/<prefix>-<subtask>-<n>-i<incarnation>-<random>.staging`, where `n` is the id of the
  * checkpoint the transaction began after, plus one. Pre-commit flushes, fsyncs and closes it; the
  * commit renames it atomically to `<directory>/<prefix>-<subtask>-<checkpointId>-<random><suffix>`
  * and fsyncs the directory. The commit is idempotent: a missing staging file with the published
@@ -88,7 +88,9 @@ const defaultEncoder = (value: unknown): string => `${JSON.stringify(value)}\n`;
  * After a restore, the restored pending transactions are committed and, in
  * `finishRecoveringTransactions`, every remaining staging file of the subtasks this one recovered
  * (its own index and, after scaling in, the old indexes `s` with `s % parallelism` equal to it) is
- * deleted: nothing will ever commit it. A fresh start deletes all of this subtask's staging files.
+ * deleted: nothing will ever commit it — except files of a newer incarnation, which a zombie's start
+ * (a process frozen after its incarnation claim, resuming after a newer one started) must leave to
+ * the newer process. A fresh start deletes all of this subtask's staging files.
  *
  * Readers must ignore the `.staging` folder ({@link readCommittedFiles} does). Two sinks or jobs
  * writing to one directory must use different `filePrefix`es.
@@ -146,8 +148,9 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
     );
     await this.directoriesReady;
     const id = randomBytes(8).toString("hex");
-    const { subtaskIndex } = this.runtimeContext;
-    const stagingFile = `${this.filePrefix}-${subtaskIndex}-${this.lastCheckpointId + 1}-${id}.staging`;
+    const { subtaskIndex, incarnation } = this.runtimeContext;
+    // The incarnation in the name keeps a zombie's start from deleting a newer process's files.
+    const stagingFile = `${this.filePrefix}-${subtaskIndex}-${this.lastCheckpointId + 1}-i${incarnation}-${id}.staging`;
     this.writers.set(stagingFile, {
       handle: undefined,
       parts: [],
@@ -232,7 +235,7 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
   }
 
   protected override async finishRecoveringTransactions(): Promise<void> {
-    const { subtaskIndex, parallelism } = this.runtimeContext;
+    const { subtaskIndex, parallelism, incarnation } = this.runtimeContext;
     const recovered = new Set(this.recoveredSubtaskIndexes());
     // File names also reveal old subtasks that a checkpoint did not mention (none of their state).
     const owned = (index: number) =>
@@ -245,13 +248,27 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
       throw error;
     }
     const deleted: string[] = [];
+    const kept: string[] = [];
     for (const name of names) {
       const parsed = this.parseStagingName(name);
+      if (parsed === undefined || !owned(parsed.subtaskIndex)) continue;
+      // A newer incarnation's file: this attempt is a zombie (frozen after its incarnation claim)
+      // that started after a newer process, whose stored checkpoint may hold the file. Deleting it
+      // would lose its records; the newer process, or the next attempt, commits or deletes it.
+      if (parsed.incarnation !== undefined && parsed.incarnation > incarnation) {
+        kept.push(name);
+        continue;
+      }
       // Restored pending transactions are committed by now: what is left was never pre-committed
       // (begun after the restored checkpoint) or belongs to a checkpoint that never completed.
-      if (parsed === undefined || !owned(parsed.subtaskIndex)) continue;
       await unlinkIfExists(join(this.stagingDirectory, name));
       deleted.push(name);
+    }
+    if (kept.length > 0) {
+      this.logger.warn(
+        { incarnation, kept },
+        "kept staging files of newer incarnations: this process is a zombie that resumed after a newer one started (it will be stopped), or the checkpoint storage was reset and its incarnations started again",
+      );
     }
     if (deleted.length > 0) {
       this.logger.info(
@@ -305,11 +322,20 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
     return writer.writing;
   }
 
-  private parseStagingName(name: string): { subtaskIndex: number; beganAfterPlusOne: number } | undefined {
+  /** A staging file's subtask and incarnation (`undefined` in names from before incarnations were in them). */
+  private parseStagingName(
+    name: string,
+  ): { subtaskIndex: number; beganAfterPlusOne: number; incarnation: number | undefined } | undefined {
     if (!name.startsWith(`${this.filePrefix}-`)) return undefined;
-    const match = /^(\d+)-(\d+)-[0-9a-f]{16}\.staging$/.exec(name.slice(this.filePrefix.length + 1));
+    const match = /^(\d+)-(\d+)-(?:i(\d+)-)?[0-9a-f]{16}\.staging$/.exec(
+      name.slice(this.filePrefix.length + 1),
+    );
     if (match === null) return undefined;
-    return { subtaskIndex: Number(match[1]), beganAfterPlusOne: Number(match[2]) };
+    return {
+      subtaskIndex: Number(match[1]),
+      beganAfterPlusOne: Number(match[2]),
+      incarnation: match[3] === undefined ? undefined : Number(match[3]),
+    };
   }
 }
 

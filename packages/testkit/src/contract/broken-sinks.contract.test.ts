@@ -115,6 +115,13 @@ class PublishesAllStagedSink extends MemorySink {
   protected override abort(): void {}
 }
 
+/** Bug: the start cleans up every staged transaction, also those a newer incarnation staged. */
+class CleansUpEverythingAtStartSink extends MemorySink {
+  protected override finishRecoveringTransactions(): void {
+    this.bucket.staged.clear();
+  }
+}
+
 function contractOf(
   name: string,
   create: (bucket: string) => MemorySink,
@@ -178,6 +185,11 @@ const broken: Array<{ name: string; create: (bucket: string) => MemorySink; must
     name: "PublishesAllStagedSink",
     create: (bucket) => new PublishesAllStagedSink(bucket),
     mustFail: ["kill-after-pre-commit", "kill-after-snapshot-before-stored", "throw-in-pre-commit"],
+  },
+  {
+    name: "CleansUpEverythingAtStartSink",
+    create: (bucket) => new CleansUpEverythingAtStartSink(bucket),
+    mustFail: ["zombie-start"],
   },
 ];
 

@@ -463,6 +463,13 @@ export function twoPhaseCommitSinkContractCases<
     run: () => runSingle(contract, definition, perCheckpoint),
   }));
   cases.push({
+    id: "zombie-start",
+    title:
+      "a zombie of an older incarnation starts its sink after a newer instance pre-committed a stored checkpoint: the newer one's restart still commits it",
+    skipReason: contract.skip?.["zombie-start"],
+    run: () => runZombieStart(contract, perCheckpoint),
+  });
+  cases.push({
     id: "two-subtasks",
     title:
       "two subtasks write side by side; one is killed between stored checkpoint and commit and restored: each record once",
@@ -556,6 +563,48 @@ async function runSingle<IN, S extends Sink<IN>>(
   const input = range(definition.records?.(perCheckpoint) ?? 4 * perCheckpoint);
   const subtask = new ContractSubtask(contract, scope, input);
   await withScopes(contract, [scope], () => definition.body(subtask, checksFor(contract, [scope], input)));
+}
+
+/**
+ * A process frozen after its incarnation claim (a long GC pause, SIGSTOP) resumes after a newer one
+ * took the subtask over, and its sink starts — and cleans up "leftovers" — only then. What the newer
+ * instance pre-committed for a stored checkpoint is not the zombie's to roll back: the sink must
+ * leave every transaction of a newer incarnation alone (put the incarnation in transaction ids).
+ */
+async function runZombieStart<IN, S extends Sink<IN>>(
+  contract: TwoPhaseCommitSinkContract<IN, S>,
+  R: number,
+): Promise<void> {
+  const scope: SinkContractScope = {
+    id: newScopeId(contract.name, "zombie-start"),
+    caseId: "zombie-start",
+    subtaskIndex: 0,
+    parallelism: 1,
+  };
+  const input = range(2 * R);
+  // The zombie claimed incarnation 1 and froze; the live instances are incarnations 2 and 3.
+  const live = new ContractSubtask(contract, scope, input, 1);
+  const zombie = new ContractSubtask(contract, scope, [], 0);
+  const check = checksFor(contract, [scope], input);
+  await withScopes(contract, [scope], async () => {
+    await live.start();
+    await live.write(R);
+    const stored = await live.snapshot();
+    live.store(stored);
+    // The live instance dies before its commit (one process at a time runs here: sinks guard
+    // against a second instance of the same subtask in one process).
+    await live.kill();
+    // The zombie's sink starts now, fresh (no checkpoint existed when it planned its restore), and
+    // is then stopped (its checkpoints would be refused as SUPERSEDED).
+    await zombie.start();
+    await zombie.kill();
+    await check.exactly([], "after the zombie's start, before the live instance's restart");
+    // The live instance's restart restores the stored checkpoint.
+    await live.start({ restore: "latest" });
+    await check.exactly(live.inputBefore(stored), "after the restart restored the stored checkpoint");
+    await live.finish(R);
+    await check.all();
+  });
 }
 
 async function runTwoSubtasks<IN, S extends Sink<IN>>(

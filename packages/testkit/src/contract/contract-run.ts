@@ -65,7 +65,11 @@ export class ContractSubtask<
     readonly scope: SinkContractScope,
     /** The global indexes of the records this subtask emits, in order. */
     readonly input: readonly number[],
-  ) {}
+    /** Incarnations of this subtask's instances start after this one (a zombie's are lower than the live process's). */
+    incarnationsAfter = 0,
+  ) {
+    this.incarnation = incarnationsAfter;
+  }
 
   /** The number of records emitted so far. */
   get emitted(): number {

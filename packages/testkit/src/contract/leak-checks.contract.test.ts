@@ -15,7 +15,10 @@ import { describeTwoPhaseCommitSink } from "./describe-two-phase-commit-sink.js"
 
 /** One destination: staged transactions by id (tagged with the subtask), and what readers see. */
 interface Store {
-  readonly staged: Map<string, { readonly subtask: number; readonly values: string[] }>;
+  readonly staged: Map<
+    string,
+    { readonly subtask: number; readonly incarnation: number; readonly values: string[] }
+  >;
   readonly published: string[];
   readonly publishedIds: Set<string>;
 }
@@ -65,7 +68,8 @@ class TidySink extends TwoPhaseCommitSink<string, Txn> {
 
   protected preCommit(txn: Txn, _checkpoint: FunctionSnapshotContext): void {
     const values = this.buffers.get(txn.id) ?? [];
-    this.store.staged.set(txn.id, { subtask: this.runtimeContext.subtaskIndex, values: [...values] });
+    const { subtaskIndex, incarnation } = this.runtimeContext;
+    this.store.staged.set(txn.id, { subtask: subtaskIndex, incarnation, values: [...values] });
     this.buffers.delete(txn.id);
   }
 
@@ -83,10 +87,16 @@ class TidySink extends TwoPhaseCommitSink<string, Txn> {
     this.store.staged.delete(txn.id);
   }
 
-  /** What killed instances of this subtask staged and no restored checkpoint committed. */
+  /**
+   * What killed instances of this subtask staged and no restored checkpoint committed — not what a
+   * newer incarnation staged (this instance may be a zombie that started late).
+   */
   protected override finishRecoveringTransactions(): void {
     const mine = new Set(this.recoveredSubtaskIndexes());
-    for (const [id, staged] of this.store.staged) if (mine.has(staged.subtask)) this.store.staged.delete(id);
+    const { incarnation } = this.runtimeContext;
+    for (const [id, staged] of this.store.staged) {
+      if (mine.has(staged.subtask) && staged.incarnation <= incarnation) this.store.staged.delete(id);
+    }
   }
 
   protected override describeTransaction(txn: Txn): string {
@@ -116,6 +126,7 @@ class RecordsInHandleSink extends TidySink {
   protected override preCommit(txn: Txn): void {
     this.store.staged.set(txn.id, {
       subtask: this.runtimeContext.subtaskIndex,
+      incarnation: this.runtimeContext.incarnation,
       values: [...(txn.values ?? [])],
     });
   }

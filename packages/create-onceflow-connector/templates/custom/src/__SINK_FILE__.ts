@@ -42,11 +42,15 @@ export interface __SINK_CLASS__Options {
  *
  * @example
  * ```ts
- * const transaction: __SINK_CLASS__Transaction = { id: "6f1c…", subtaskIndex: 0, recordCount: 3 };
+ * const transaction: __SINK_CLASS__Transaction = { id: "i3-6f1c…", subtaskIndex: 0, recordCount: 3 };
  * ```
  */
 export interface __SINK_CLASS__Transaction {
-  /** Unique per transaction: names its staged and its committed data in the external system. */
+  /**
+   * Unique per transaction: names its staged and its committed data in the external system. It
+   * starts with `i<incarnation>-`: recovery must tell what a newer process staged (see
+   * `finishRecoveringTransactions`).
+   */
   readonly id: string;
   /** The subtask that wrote it: recovery cleans up per subtask. */
   readonly subtaskIndex: number;
@@ -123,11 +127,14 @@ export class __SINK_CLASS__<IN> extends TwoPhaseCommitSink<IN, __SINK_CLASS__Tra
    * it quick). `this.lastCheckpointId` is the checkpoint it begins after.
    *
    * MAY: open a transaction or session in the system, pick the id.
+   * MUST: put `this.runtimeContext.incarnation` in the id (or wherever the staged data is named),
+   * so that `finishRecoveringTransactions` can leave alone what a newer incarnation staged.
    * MUST NOT: make anything visible, or reuse the id of a transaction that may still be pending.
    */
   protected beginTransaction(): __SINK_CLASS__Transaction {
     // TODO: open your system's transaction here (or lazily on the first record).
-    const transaction = { id: randomUUID(), subtaskIndex: this.runtimeContext.subtaskIndex, recordCount: 0 };
+    const { subtaskIndex, incarnation } = this.runtimeContext;
+    const transaction = { id: `i${incarnation}-${randomUUID()}`, subtaskIndex, recordCount: 0 };
     this.buffers.set(transaction.id, []);
     return transaction;
   }
@@ -235,15 +242,30 @@ export class __SINK_CLASS__<IN> extends TwoPhaseCommitSink<IN, __SINK_CLASS__Tra
    * that were open or whose checkpoint was never stored. Only for `recoveredSubtaskIndexes()` (this
    * subtask and, after scaling in, the old ones it took over): other subtasks clean their own.
    *
-   * MUST NOT: touch what other subtasks or other jobs wrote (name your staged data per subtask).
+   * MUST NOT: touch what other subtasks or other jobs wrote (name your staged data per subtask),
+   * nor what a NEWER INCARNATION staged: this attempt may be a zombie (a process frozen after it
+   * started, resuming after a newer one) whose start comes after the newer process pre-committed a
+   * transaction of a stored checkpoint; deleting it would lose those records. Put the incarnation in
+   * transaction ids and skip ids of an incarnation greater than `this.runtimeContext.incarnation`.
    * Left-over staged data is a leak: locks held, storage used, transactions the system times out.
    */
   protected override async finishRecoveringTransactions(): Promise<void> {
     // TODO: list your system's staged or prepared transactions of these subtasks and roll them back.
     const owned = new Set(this.recoveredSubtaskIndexes());
+    const { incarnation } = this.runtimeContext;
+    const kept: string[] = [];
     for (const file of await listStagedFiles(this.directory)) {
-      const subtaskIndex = Number(file.slice(0, file.indexOf("-")));
-      if (owned.has(subtaskIndex)) await rm(join(this.stagingDirectory, file), { force: true });
+      // `<subtask>-i<incarnation>-<uuid>.jsonl` (`<subtask>-<uuid>.jsonl` before: older than any)
+      const match = /^(\d+)-(?:i(\d+)-)?/.exec(file);
+      if (match === null || !owned.has(Number(match[1]))) continue;
+      if (match[2] !== undefined && Number(match[2]) > incarnation) {
+        kept.push(file); // a newer process staged it: it commits or deletes it, not this one
+        continue;
+      }
+      await rm(join(this.stagingDirectory, file), { force: true });
+    }
+    if (kept.length > 0) {
+      this.logger.warn({ incarnation, kept }, "kept staged transactions of newer incarnations");
     }
   }
 

@@ -5,7 +5,7 @@ import { describeTwoPhaseCommitSink } from "@onceflow/testkit/vitest";
 import { afterAll, beforeAll } from "vitest";
 import { __SINK_CLASS__, listStagedFiles, readCommitted } from "../src/index.js";
 
-// The sink contract suite: 26 cases, each driving fresh sink instances the way the runtime does,
+// The sink contract suite: 27 cases, each driving fresh sink instances the way the runtime does,
 // with one failure injected (a throw in a step, a simulated kill between two steps, repeated or
 // aborted notifications, a restore of an older checkpoint, two subtasks …), then checking that what
 // an independent reader sees committed is exactly the input.
