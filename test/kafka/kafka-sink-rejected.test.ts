@@ -1,6 +1,6 @@
 import { KafkaRecordRejectedError, KafkaSink } from "@onceflow/connector-kafka";
 import { createMemoryMetrics, GeneratorSource, Job, MetricNames } from "@onceflow/core";
-import { createKafkaTopic } from "@onceflow/testkit";
+import { createKafkaTopic, readCommittedKafkaRecords } from "@onceflow/testkit";
 import { describe, expect, it } from "vitest";
 import { SinkDriver } from "./helpers/drive-sink.js";
 import { kafkaBrokers, readAll, uniqueName } from "./helpers/kafka.js";
@@ -39,7 +39,10 @@ describe("KafkaSink: records the broker refuses for good", { timeout: 120_000 },
         expect(failure).toBeInstanceOf(KafkaRecordRejectedError);
         const rejected = failure as KafkaRecordRejectedError;
         expect(rejected.code).toBe("RECORD_REJECTED");
-        expect(rejected.details).toMatchObject({ topic, brokerError: "MESSAGE_TOO_LARGE", records: 2 });
+        // Exactly-once splits a refused batch down to the one record the topic refuses; kafkajs
+        // (at-least-once) reports its whole request.
+        const records = guarantee === "exactly-once" ? 1 : 2;
+        expect(rejected.details).toMatchObject({ topic, brokerError: "MESSAGE_TOO_LARGE", records });
         expect(rejected.details.largestRecordBytes).toBe(5000);
         expect(rejected.message).toContain(`topic '${topic}'`);
         expect(rejected.message).toContain("max.message.bytes");
@@ -48,6 +51,39 @@ describe("KafkaSink: records the broker refuses for good", { timeout: 120_000 },
       }
     });
   }
+
+  it("exactly-once: batches over the topic's max.message.bytes are split, records that fit are all written once, in order", async () => {
+    const topic = uniqueName("sink-split");
+    await createKafkaTopic(kafkaBrokers(), topic, {
+      partitions: 2,
+      config: { "max.message.bytes": "65536" },
+    });
+    const driver = await SinkDriver.start(
+      new KafkaSink<string>({
+        brokers: kafkaBrokers(),
+        topic,
+        deliveryGuarantee: "exactly-once",
+        transactionalIdPrefix: uniqueName("split"),
+        key: { serialize: (value) => value.slice(0, 2) },
+      }),
+    );
+    // 2,000 records of 10 KiB, keyed k0..k9; the sink's 256 KiB batches are four times the limit.
+    const values = Array.from({ length: 2_000 }, (_, i) => `k${i % 10}:${i}:`.padEnd(10 * 1024, "#"));
+    try {
+      for (let i = 0; i < values.length; i += 250) await driver.write(values.slice(i, i + 250));
+      await driver.checkpoint(1);
+      await driver.complete(1);
+    } finally {
+      await driver.close();
+    }
+    const records = await readCommittedKafkaRecords(kafkaBrokers(), topic);
+    expect(records.map((r) => r.value).sort()).toEqual([...values].sort());
+    // Per key (one partition each) in the order written.
+    for (let k = 0; k < 10; k++) {
+      const ofKey = records.filter((r) => r.key === `k${k}`).map((r) => r.value);
+      expect(ofKey).toEqual(values.filter((_, i) => i % 10 === k));
+    }
+  });
 
   it("stops the job at once (no restart loop) and commits nothing of the refused checkpoint", async () => {
     const topic = await smallRecordTopic();

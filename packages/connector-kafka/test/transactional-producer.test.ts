@@ -7,6 +7,7 @@ import { sharedKafka } from "@onceflow/testkit/vitest";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../src/internal/kafkajs/internals.js";
+import { decodeProduceResponse } from "../src/internal/kafkajs/produce-request.js";
 import type { ProduceCluster } from "../src/internal/kafkajs/transactional-producer.js";
 
 const brokers = () => [...sharedKafka().brokers];
@@ -113,6 +114,50 @@ describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () =>
     expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 20, total);
   });
 
+  it("splits batches over the topic's max.message.bytes: every record once, in order, same sequences", async () => {
+    const topic = unique("producer-split");
+    await createKafkaTopic(brokers(), topic, { partitions: 3, config: { "max.message.bytes": "65536" } });
+    let refused = 0;
+    const counting = (cluster: ProduceCluster): ProduceCluster => ({
+      ...cluster,
+      // Counts the real broker's MESSAGE_TOO_LARGE answers; changes nothing.
+      produce: async (nodeId, version, body) => {
+        const response = await cluster.produce(nodeId, version, body);
+        refused += decodeProduceResponse(response).filter((r) => r.errorCode === 10).length;
+        return response;
+      },
+    });
+    // The default 256 KiB batches hold ~25 records of 10 KiB: four times the topic's limit.
+    const open = await begin({ wrapCluster: counting });
+    const keys = 30;
+    const total = 2_000;
+    let n = 0;
+    for (let chunk = 0; chunk < 8; chunk++) {
+      const messages = Array.from({ length: total / 8 }, () => {
+        const i = n++;
+        return { key: `k${i % keys}`, value: `${Math.floor(i / keys)}`.padEnd(10 * 1024, "#") };
+      });
+      await open.send([{ topic, messages }]);
+    }
+    await open.flush();
+    await commit(open);
+    const records = await readCommittedKafkaRecords(brokers(), topic);
+    expect(records.map((r) => r.value?.length)).toEqual(Array(total).fill(10 * 1024));
+    expectOncePerKeyInOrder(
+      records.map((r) => ({ key: r.key, value: r.value?.replace(/#+$/, "") ?? null })),
+      keys,
+      total,
+    );
+    // Offsets are dense per partition: no batch was appended twice or lost in between.
+    for (const partition of [0, 1, 2]) {
+      const offsets = records.filter((r) => r.partition === partition).map((r) => Number(r.offset));
+      expect(offsets.length).toBeGreaterThan(0);
+      for (let i = 1; i < offsets.length; i++) expect(offsets[i]).toBeGreaterThan(offsets[i - 1] as number);
+    }
+    // Batches were refused as too large and split (a refused single record would have failed).
+    expect(refused).toBeGreaterThan(0);
+  });
+
   it("fails on a non-retriable broker error: flush and later sends throw it, and the abort leaves nothing", async () => {
     const topic = unique("producer-reject");
     await createKafkaTopic(brokers(), topic, { partitions: 1, config: { "max.message.bytes": "2000" } });
@@ -123,7 +168,10 @@ describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () =>
     await expect(open.send([{ topic, messages: [{ value: "more" }] }])).rejects.toBe(failure);
     await open.close();
     await commit(open, false);
-    expect(await readCommittedKafkaRecords(brokers(), topic, { isolation: "read_uncommitted" })).toEqual([]);
+    expect(await readCommittedKafkaRecords(brokers(), topic)).toEqual([]);
+    // The refused batch was split: "small" went alone (and was aborted), the large record never got in.
+    const written = await readCommittedKafkaRecords(brokers(), topic, { isolation: "read_uncommitted" });
+    expect(written.map((r) => r.value)).toEqual(["small"]);
   });
 
   it("a fenced producer's writes are refused with a typed error", async () => {

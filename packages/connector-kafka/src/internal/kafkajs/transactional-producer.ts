@@ -12,12 +12,21 @@
  * fails the producer: the sink's next write or its pre-commit throws, and the attempt restarts from
  * the last checkpoint, with the transaction aborted.
  *
+ * A batch the topic refuses as too large (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: the topic's
+ * `max.message.bytes` is below the batch size) is split as the Java producer does: its records are
+ * re-encoded into two halves that take the same sequence range (the first half the batch's base
+ * sequence, the second the rest), so the batches queued behind it keep theirs; the refused batch
+ * was not appended and nothing later of its partition is in flight, so the broker expects exactly
+ * the first half next. Halves are split again down to one record per batch; only a refused
+ * single-record batch fails the producer. Later batches of the topic are sealed at half the refused
+ * size.
+ *
  * Batching adapts to the round trip: a partition's open batch is sealed when its lane is free (or
  * the batch is full), so records that arrive while a request is in flight ride in the next batch.
  */
 
 import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
-import { RecordBatchBuilder } from "./record-batch-encoder.js";
+import { RECORD_BATCH_HEADER_BYTES, RecordBatchBuilder } from "./record-batch-encoder.js";
 
 /** A record to produce: kafkajs's `Message`. */
 export interface ProducerMessage {
@@ -92,6 +101,9 @@ const MAX_SEQUENCE = 0x7fffffff;
 interface SealedBatch {
   readonly bytes: Buffer;
   readonly messages: readonly ProducerMessage[];
+  /** The time each record was sent at (its timestamp when it carries none), to re-encode it. */
+  readonly times: readonly number[];
+  readonly baseSequence: number;
   attempts: number;
 }
 
@@ -100,6 +112,7 @@ interface Lane {
   readonly partition: number;
   builder: RecordBatchBuilder | undefined;
   messages: ProducerMessage[];
+  times: number[];
   readonly queue: SealedBatch[];
   /** A request for the head batch is in flight, or it waits to be resent. */
   busy: boolean;
@@ -125,6 +138,8 @@ export class TransactionalProducer {
   private readonly lanes: Lane[] = [];
   private readonly topicLanes = new Map<string, Lane[]>();
   private readonly batchBytes: number;
+  /** Smaller batch sizes for topics that refused a batch as too large. */
+  private readonly topicBatchBytes = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxBufferedBytes: number;
   private readonly ackTimeoutMs: number;
@@ -163,23 +178,25 @@ export class TransactionalProducer {
         lanes = [];
         this.topicLanes.set(topic, lanes);
       }
+      const batchBytes = this.topicBatchBytes.get(topic) ?? this.batchBytes;
       // One pass: each record goes straight into its partition's open batch.
       for (const message of messages) {
         const partition = partitioner({ topic, partitionMetadata, message });
         const lane = lanes[partition] ?? this.newLane(lanes, topic, partition);
         let builder = lane.builder;
         if (builder === undefined) {
-          builder = new RecordBatchBuilder(this.batchBytes);
+          builder = new RecordBatchBuilder(batchBytes);
           lane.builder = builder;
         }
         if (!builder.tryAppend(message, now)) {
           this.seal(lane);
           this.pump();
-          builder = new RecordBatchBuilder(this.batchBytes);
+          builder = new RecordBatchBuilder(batchBytes);
           lane.builder = builder;
           builder.tryAppend(message, now);
         }
         lane.messages.push(message);
+        lane.times.push(now);
       }
     }
     this.pump();
@@ -226,6 +243,7 @@ export class TransactionalProducer {
       partition,
       builder: undefined,
       messages: [],
+      times: [],
       queue: [],
       busy: false,
       nextSequence: 0,
@@ -240,16 +258,18 @@ export class TransactionalProducer {
   private seal(lane: Lane): void {
     const builder = lane.builder;
     if (builder === undefined || builder.count === 0) return;
+    const baseSequence = lane.nextSequence;
     const bytes = builder.finish({
       producerId: this.options.producerId,
       producerEpoch: this.options.producerEpoch,
-      baseSequence: lane.nextSequence,
+      baseSequence,
       transactional: true,
     });
-    lane.nextSequence = nextSequence(lane.nextSequence, builder.count);
-    lane.queue.push({ bytes, messages: lane.messages, attempts: 0 });
+    lane.nextSequence = nextSequence(baseSequence, builder.count);
+    lane.queue.push({ bytes, messages: lane.messages, times: lane.times, baseSequence, attempts: 0 });
     lane.builder = undefined;
     lane.messages = [];
+    lane.times = [];
     this.bufferedBytes += bytes.length;
   }
 
@@ -346,6 +366,15 @@ export class TransactionalProducer {
         lane.busy = false;
         continue;
       }
+      if (
+        (code === MESSAGE_TOO_LARGE || code === RECORD_LIST_TOO_LARGE) &&
+        (lane.queue[0] as SealedBatch).messages.length > 1
+      ) {
+        // The topic's limit is below this batch, perhaps not below its records: send it in halves.
+        this.split(lane);
+        lane.busy = false;
+        continue;
+      }
       const error =
         code === undefined
           ? new Error(`the broker did not answer for ${lane.topic}-${lane.partition} in its Produce response`)
@@ -353,6 +382,51 @@ export class TransactionalProducer {
       if (isRetriable(error)) this.retryLater(lane, error);
       else this.fail(error, lane);
     }
+  }
+
+  /**
+   * Replaces the lane's head batch (refused as too large, so not appended) by two batches of half
+   * its records each, re-encoded with the same timestamps and the same sequence range: the first
+   * half starts at the refused batch's base sequence, the second right after it, and the batches
+   * queued behind them keep their sequence numbers. Later batches of the topic are sealed smaller.
+   */
+  private split(lane: Lane): void {
+    const refused = lane.queue.shift() as SealedBatch;
+    const count = refused.messages.length;
+    const half = Math.ceil(count / 2);
+    const first = this.encode(refused, 0, half, refused.baseSequence);
+    const second = this.encode(refused, half, count, nextSequence(refused.baseSequence, half));
+    lane.queue.unshift(first, second);
+    this.bufferedBytes += first.bytes.length + second.bytes.length - refused.bytes.length;
+    const smaller = Math.max(RECORD_BATCH_HEADER_BYTES, Math.floor(refused.bytes.length / 2));
+    if (smaller < (this.topicBatchBytes.get(lane.topic) ?? this.batchBytes)) {
+      this.topicBatchBytes.set(lane.topic, smaller);
+    }
+  }
+
+  /** Records `from` to `to` of `batch` in a batch of their own, starting at `baseSequence`. */
+  private encode(batch: SealedBatch, from: number, to: number, baseSequence: number): SealedBatch {
+    // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
+    // one varlong (10 bytes) more per record.
+    const builder = new RecordBatchBuilder(batch.bytes.length + 10 * (to - from));
+    for (let i = from; i < to; i++) {
+      if (!builder.tryAppend(batch.messages[i] as ProducerMessage, batch.times[i] as number)) {
+        throw new Error("TransactionalProducer: a split record batch outgrew its measured size");
+      }
+    }
+    const bytes = builder.finish({
+      producerId: this.options.producerId,
+      producerEpoch: this.options.producerEpoch,
+      baseSequence,
+      transactional: true,
+    });
+    return {
+      bytes,
+      messages: batch.messages.slice(from, to),
+      times: batch.times.slice(from, to),
+      baseSequence,
+      attempts: 0,
+    };
   }
 
   /** AddPartitionsToTxn for the lanes' partitions not yet in the transaction, one call at a time. */
@@ -437,6 +511,10 @@ export class TransactionalProducer {
 }
 
 const LEADER_NOT_AVAILABLE = 5;
+/** The batch is over the topic's `max.message.bytes` (or the broker's `message.max.bytes`). */
+const MESSAGE_TOO_LARGE = 10;
+/** The batch is over the topic's segment size. */
+const RECORD_LIST_TOO_LARGE = 18;
 
 /** Kafka's sequence arithmetic: sequences wrap to 0 after 2^31 - 1. */
 function nextSequence(sequence: number, increment: number): number {
