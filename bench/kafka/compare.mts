@@ -8,6 +8,13 @@
 // when it is through. Then the output is read back read_committed (every id once, none missing),
 // the process's CPU time is taken from /proc/<pid>/stat, and it is let go. Rounds rotate the order;
 // medians are reported as ratios to onceflow exactly-once.
+// Restart to work (issue 11, goal 4): seconds from the spawn to the job's first completed
+// checkpoint (onceflow candidates print it, see report.mjs) and to the first output record a
+// read_committed consumer, in its group before the spawn, receives. Memory (goal 5): VmRSS from
+// /proc/<pid>/status when 1 M records were processed and at the end of the input (the last progress
+// line, every 100,000 records, while the job still runs), the median of VmRSS sampled every 250 ms,
+// and VmHWM (the kernel's peak RSS) — with
+// --records 10000000 the first two show whether RSS stays flat.
 //
 //   bash bench/kafka/peers/build.sh            # once: the Java peers from Maven Central
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka
@@ -85,6 +92,20 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
       `cmp-${randomUUID().slice(0, 8)}`,
     ],
     env: { ONCEFLOW_BENCH_KAFKAJS_PRODUCE: "1" },
+  }),
+  // The onceflow-eos job at parallelism 2, both subtasks in the one thread (compare -threads).
+  "onceflow-eos-p2": (input, output, dir) => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      "exactly-once",
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+      "2",
+    ],
   }),
   "onceflow-alo": (input, output, dir) => ({
     command: process.execPath,
@@ -221,11 +242,60 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
+/** VmRSS and VmHWM (peak RSS) of a process in MiB, from /proc/<pid>/status. */
+function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
+  return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+}
+
+/**
+ * Joins a read_committed consumer of `topic` to its group (before the candidate starts) and
+ * resolves `first` with the time the first record reached it. `stop` disconnects it.
+ */
+async function watchFirstOutput(
+  topic: string,
+): Promise<{ first: Promise<number>; stop: () => Promise<void> }> {
+  const consumer = kafka.consumer({
+    groupId: `compare-first-${randomUUID()}`,
+    readUncommitted: false,
+    maxWaitTimeInMs: 50,
+  });
+  let seen: (at: number) => void = () => {};
+  const first = new Promise<number>((resolve) => {
+    seen = resolve;
+  });
+  const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      if (batch.messages.length > 0) seen(Date.now());
+    },
+  });
+  await joined;
+  let stopped: Promise<void> | undefined;
+  return { first, stop: () => (stopped ??= consumer.disconnect()) };
+}
+
 interface Measurement {
   candidate: string;
   recordsPerSecond: number;
   cpuSecondsPerMillion: number;
   wallSeconds: number;
+  /** Seconds from the spawn to the first completed checkpoint (onceflow candidates only). */
+  firstCheckpointSeconds: number | undefined;
+  /** Seconds from the spawn to the first output record a read_committed consumer received. */
+  firstOutputSeconds: number;
+  /** VmRSS (MiB) when 1 M records were processed (undefined below 1 M). */
+  rssAtMillionMiB: number | undefined;
+  /** VmRSS (MiB) at the last progress line: the input nearly all processed, the job still running. */
+  rssEndMiB: number | undefined;
+  /** The median of VmRSS (MiB) sampled every 250 ms from the spawn to the end of input. */
+  rssMedianMiB: number | undefined;
+  /** VmHWM (MiB) at the end: the peak RSS of the whole run. */
+  rssPeakMiB: number;
 }
 
 async function measure(name: string, input: string, round: number): Promise<Measurement> {
@@ -234,23 +304,51 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   const output = await createTopic(`cmp-${run}-${name}-${round}`);
   const dir = await mkdtemp(join(tmpdir(), `cmp-${name}-`));
   const { command, args: commandArgs, env } = launch(input, output, dir);
+  const firstOutput = await watchFirstOutput(output);
   const started = Date.now();
   const child: ChildProcess = spawn(command, commandArgs, {
     stdio: ["pipe", "pipe", "inherit"],
     env: { ...process.env, ...env },
   });
+  const pid = child.pid as number;
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  let firstCheckpointAt: number | undefined;
+  let rssAtMillion: number | undefined;
+  let rssAtEnd: number | undefined;
+  const progress = new Map<number, number>();
+  const samples: number[] = [];
+  const sampler = setInterval(() => {
+    if (child.exitCode === null) samples.push(memoryMiB(pid).rss);
+  }, 250);
   try {
     const report = await new Promise<{ records: number; firstAt: number; lastAt: number }>(
       (resolve, reject) => {
         createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-          if (line.startsWith('{"event":"done"')) resolve(JSON.parse(line));
+          if (!line.startsWith('{"event":')) return;
+          const event = JSON.parse(line);
+          if (event.event === "done") resolve(event);
+          else if (event.event === "checkpoint") firstCheckpointAt ??= event.at;
+          else if (event.event === "progress") {
+            progress.set(event.reporter, event.records);
+            const total = [...progress.values()].reduce((a, b) => a + b, 0);
+            rssAtEnd = memoryMiB(pid).rss;
+            if (rssAtMillion === undefined && total >= 1_000_000) rssAtMillion = rssAtEnd;
+          }
         });
         void exited.then((code) => reject(new Error(`${name} exited with ${code} before it was done`)));
       },
     );
+    clearInterval(sampler);
+    const memory = memoryMiB(pid);
+    const firstOutputAt = await Promise.race([
+      firstOutput.first,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`${name}: no output seen read_committed`)), 60_000).unref(),
+      ),
+    ]);
+    await firstOutput.stop();
     await verify(output);
-    const cpu = cpuSeconds(child.pid as number);
+    const cpu = cpuSeconds(pid);
     child.stdin?.end();
     await exited;
     const busy = Math.max(1, report.lastAt - report.firstAt) / 1000;
@@ -259,8 +357,17 @@ async function measure(name: string, input: string, round: number): Promise<Meas
       recordsPerSecond: Math.round(RECORDS / busy),
       cpuSecondsPerMillion: (cpu / RECORDS) * 1_000_000,
       wallSeconds: (Date.now() - started) / 1000,
+      firstCheckpointSeconds:
+        firstCheckpointAt === undefined ? undefined : (firstCheckpointAt - started) / 1000,
+      firstOutputSeconds: (firstOutputAt - started) / 1000,
+      rssAtMillionMiB: rssAtMillion,
+      rssEndMiB: rssAtEnd,
+      rssMedianMiB: medianOf(samples),
+      rssPeakMiB: memory.peak,
     };
   } finally {
+    clearInterval(sampler);
+    await firstOutput.stop();
     if (child.exitCode === null) child.kill("SIGKILL");
     await rm(dir, { recursive: true, force: true });
   }
@@ -268,6 +375,13 @@ async function measure(name: string, input: string, round: number): Promise<Meas
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+/** The median of the defined values, undefined when there is none. */
+const medianOf = (values: Array<number | undefined>) => {
+  const defined = values.filter((v): v is number => v !== undefined);
+  return defined.length === 0 ? undefined : median(defined);
+};
+const seconds = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(2));
+const mib = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(0));
 
 const names = (args.candidates as string).split(",");
 const input = await createTopic(`cmp-${run}-input`);
@@ -282,7 +396,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, input, round);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)`,
+      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}`,
     );
   }
 }
@@ -290,11 +404,17 @@ const reference = median(
   (results.get("onceflow-eos") ?? results.get(names[0] as string) ?? []).map((m) => m.recordsPerSecond),
 );
 console.log(
-  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) |\n|---|--:|--:|--:|",
+  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak |\n|---|--:|--:|--:|--:|--:|--:|",
 );
 for (const [name, list] of results) {
   const rate = median(list.map((m) => m.recordsPerSecond));
+  const rss = [
+    mib(medianOf(list.map((m) => m.rssAtMillionMiB))),
+    mib(medianOf(list.map((m) => m.rssEndMiB))),
+    mib(medianOf(list.map((m) => m.rssMedianMiB))),
+    mib(median(list.map((m) => m.rssPeakMiB))),
+  ];
   console.log(
-    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} |`,
+    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} |`,
   );
 }

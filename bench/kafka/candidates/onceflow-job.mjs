@@ -1,15 +1,17 @@
 // onceflow KafkaSource → map → KafkaSink, checkpoints every second on the filesystem; bounded at
 // the latest offsets, so the job ends after its final checkpoint committed the last transaction.
-//   node onceflow-job.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix>
+//   node onceflow-job.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> [parallelism]
+// With a parallelism above 1 every subtask runs in this one thread.
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
-import { createReport } from "./report.mjs";
+import { createReport, watchFirstCheckpoint } from "./report.mjs";
 
-const [brokerList, input, output, mode, directory, prefix] = process.argv.slice(2);
+const [brokerList, input, output, mode, directory, prefix, parallelism = "1"] = process.argv.slice(2);
 const brokers = brokerList.split(",");
 const report = createReport();
 const job = new Job({
   jobId: `bench-${prefix}`,
+  parallelism: Number(parallelism),
   checkpointing: { interval: 1000, storage: filesystem(directory) },
   restartStrategy: { type: "none" },
 });
@@ -29,8 +31,13 @@ job
     report.processed();
     return record.value ?? Buffer.alloc(0);
   })
-  .sinkTo(new KafkaSink({ brokers, topic: output, deliveryGuarantee: mode, transactionalIdPrefix: prefix }), {
-    uid: "out",
-  });
+  // A factory: each subtask gets its own sink instance (required at parallelism above 1).
+  .sinkTo(
+    () => new KafkaSink({ brokers, topic: output, deliveryGuarantee: mode, transactionalIdPrefix: prefix }),
+    {
+      uid: "out",
+    },
+  );
+watchFirstCheckpoint(() => job.status());
 await job.execute();
 await report.doneAndWait();

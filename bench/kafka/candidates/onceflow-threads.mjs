@@ -4,7 +4,7 @@
 //   node onceflow-threads.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> <parallelism>
 import { runSubtasksInThreads } from "@onceflow/core";
 import { REPORT_CHANNEL } from "./onceflow-thread-job.mjs";
-import { createReport } from "./report.mjs";
+import { createReport, watchFirstCheckpoint } from "./report.mjs";
 
 const [brokers, input, output, mode, directory, prefix, parallelism] = process.argv.slice(2);
 // Worker threads get a copy of this environment when they start.
@@ -30,6 +30,8 @@ channel.onmessage = ({ data }) => {
   if (reported === Number(parallelism)) allReported();
 };
 const threads = await runSubtasksInThreads({ module: new URL("./onceflow-thread-job.mjs", import.meta.url) });
+// Every thread checkpoints on its own: the combined status shows the laggard's last checkpoint.
+watchFirstCheckpoint(() => threads.status());
 await threads.finished;
 await everyThread;
 channel.close();

@@ -362,9 +362,18 @@ export class Job {
     const coordinatorRef: { current?: CheckpointCoordinator } = {};
     const loops: Promise<void>[] = [];
     try {
-      for (const subtaskIndex of this.localSubtasks) {
-        subtasks.push(await this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan));
-      }
+      // The subtasks of this process start side by side (their connectors connect, restore and
+      // clean up at the same time, as they do in separate processes or threads): one after another,
+      // each waited for the previous one, and for the prefetching of those already started. Those
+      // that did start are closed by shutdown() when another one fails.
+      const created = await Promise.allSettled(
+        this.localSubtasks.map((subtaskIndex) =>
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan),
+        ),
+      );
+      for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
+      const firstFailure = created.find((result) => result.status === "rejected");
+      if (firstFailure !== undefined) throw firstFailure.reason;
       const checkpointing = resolveCheckpointing(this.options.checkpointing);
       const coordinator = new CheckpointCoordinator({
         jobId: this.jobId,

@@ -1,0 +1,75 @@
+// Where a onceflow Kafka job's start goes (issue 11, goal 4): preload it into a candidate and it
+// prints, on stderr, a timeline in ms since the process started (performance.timeOrigin) — module
+// load, the job's start, restore, each subtask's creation, every Kafka request (connect, Metadata,
+// InitProducerId, ListOffsets, the first fetches...), the first batches, the checkpoints' snapshots
+// and stores, and the job's own log lines ("checkpoint completed" with its duration).
+//   node --import ./bench/kafka/start-trace.mjs bench/kafka/candidates/onceflow-job.mjs \
+//     <brokers> <input> <output> exactly-once <checkpoint dir> <prefix> 2 </dev/null
+// It wraps kafkajs's Connection and the prototypes of the exported classes: a diagnostic, never
+// for a measured run.
+import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
+import { KafkaSource, KafkaSourceReader } from "@onceflow/connector-kafka";
+import { FileSystemCheckpointStorage, Job, TwoPhaseCommitSink } from "@onceflow/core";
+
+const at = () => performance.now().toFixed(0).padStart(6);
+const log = (what) => process.stderr.write(`[start-trace ${at()}] ${what}\n`);
+const since = (started) => `${(performance.now() - started).toFixed(0)} ms`;
+log("modules loaded");
+
+/** Logs when `proto[name]` is called and when what it returned settled, the first `times` calls. */
+function trace(proto, name, label, times = 4) {
+  const original = proto[name];
+  let calls = 0;
+  proto[name] = function (...args) {
+    if (calls++ >= times) return original.apply(this, args);
+    const started = performance.now();
+    log(`${label} start`);
+    const result = original.apply(this, args);
+    Promise.resolve(result).then(
+      () => log(`${label} end ${since(started)}`),
+      () => log(`${label} failed ${since(started)}`),
+    );
+    return result;
+  };
+}
+
+// Every Kafka request and connection goes through kafkajs's Connection.
+const Connection = createRequire(import.meta.url)("kafkajs/src/network/connection.js");
+let requests = 0;
+for (const name of ["connect", "send"]) {
+  const original = Connection.prototype[name];
+  Connection.prototype[name] = async function (...args) {
+    const started = performance.now();
+    try {
+      return await original.apply(this, args);
+    } finally {
+      if (requests++ < 150) log(`${name === "send" ? args[0].request.apiName : "connect"} ${since(started)}`);
+    }
+  };
+}
+trace(Job.prototype, "planRestore", "restore plan");
+trace(Job.prototype, "createSubtask", "subtask creation");
+trace(KafkaSource.prototype, "discoverSplits", "source: discover partitions");
+trace(KafkaSourceReader.prototype, "addSplits", "source: start offsets");
+trace(TwoPhaseCommitSink.prototype, "initializeState", "sink: recover and clean up");
+trace(TwoPhaseCommitSink.prototype, "snapshotState", "sink: snapshot");
+trace(FileSystemCheckpointStorage.prototype, "store", "checkpoint store");
+let batches = 0;
+const pollNext = KafkaSourceReader.prototype.pollNext;
+KafkaSourceReader.prototype.pollNext = async function () {
+  const batch = await pollNext.call(this);
+  if (batch !== undefined && batches++ < 2) log(`source: a first batch (${batch.records.length} records)`);
+  return batch;
+};
+// The job's own log lines, info and up.
+const line = (level) => (first, message) =>
+  log(`${level}: ${typeof first === "string" ? first : `${message} ${JSON.stringify(first)}`}`);
+const logger = { debug() {}, info: line("info"), warn: line("warn"), error: line("error") };
+logger.child = () => logger;
+const execute = Job.prototype.execute;
+Job.prototype.execute = function () {
+  log("job start");
+  this.logger = logger;
+  return execute.call(this);
+};
