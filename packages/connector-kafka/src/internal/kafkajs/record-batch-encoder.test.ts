@@ -82,7 +82,9 @@ const record: fc.Arbitrary<BatchRecord> = fc.record(
     key: fc.option(bytesOrText, { nil: null }),
     value: fc.option(fc.oneof(bytesOrText, fc.string({ minLength: 200, maxLength: 20_000 })), { nil: null }),
     headers: fc.dictionary(
-      fc.string({ unit: "grapheme", maxLength: 12 }),
+      // Not `__proto__` (fast-check draws it now and then): kafkajs's decoder, the reference here,
+      // sets the prototype for it; ours reads it as sent (record-batch-decoder.test.ts).
+      fc.string({ unit: "grapheme", maxLength: 12 }).filter((name) => name !== "__proto__"),
       fc.oneof(bytesOrText, fc.array(bytesOrText, { minLength: 1, maxLength: 3 })),
       { maxKeys: 4 },
     ),
