@@ -78,4 +78,31 @@ export const explorationFindings: readonly Scenario[] = [
     ],
     finalOrder: [2, 0, 1],
   },
+  {
+    name: "a process frozen after its claim restores the checkpoint its replacement stored, and aborts the replacement's open transaction while it is still written (invariants 1, 4)",
+    settings: {
+      deployment: "per-subtask",
+      parallelism: 2,
+      splits: 4,
+      recordsPerSplit: 6,
+      tolerableFailures: 0,
+    },
+    // Frozen after its claim, before it planned its restore, by the "rescale" to the same shape; it
+    // resumes after the replacement (a newer incarnation of its scope) stored checkpoint 1. Its
+    // restore is now refused (SUPERSEDED) before any sink recovery runs.
+    startOrder: [0],
+    commands: [
+      new Rescale(2, "freeze", 1),
+      new Checkpoint(0, "land"),
+      new ArriveEverywhere(1),
+      new Checkpoint(0, "hold"),
+      new Resume(0),
+      new Checkpoint(0, "land"),
+      new ArriveEverywhere(2),
+      new ArriveEverywhere(3),
+      new Checkpoint(0, "land"),
+      new StartProcess(0),
+    ],
+    finalOrder: [1, 0, 2],
+  },
 ];

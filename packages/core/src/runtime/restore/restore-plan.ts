@@ -1,6 +1,7 @@
 import { serialize } from "node:v8";
 import type { CheckpointMetadata, CheckpointStorage } from "../../checkpoint/checkpoint-storage.js";
 import { createCompletedCheckpoint } from "../../checkpoint/completed-checkpoint.js";
+import { fencingScopeOf, supersededError } from "../../checkpoint/incarnation.js";
 import { CheckpointError } from "../../errors/onceflow-error.js";
 import type { Source, SourceSplit } from "../../source/source.js";
 import type { OperatorSnapshot } from "../operators/stream-operator.js";
@@ -130,12 +131,31 @@ async function planWithinLineage(
 ): Promise<RestorePlan> {
   const own = latestInScope(all, request.scope, current.lineage);
   if (own !== undefined) {
+    refuseNewerWriter(own, request);
     const snapshots = await loadSnapshots(request.storage, own);
     return planFromSnapshots(own, snapshots, current.highestId, current.lineage);
   }
   if (current.base === undefined) return freshPlan(current.highestId, current.lineage);
+  refuseNewerWriter(current.base, request);
   const snapshots = await loadSnapshots(request.storage, current.base);
   return planFromSnapshots(current.base, snapshots, current.highestId, current.lineage);
+}
+
+/**
+ * Stops a zombie before it restores anything: a checkpoint of this process's own scope written by a
+ * newer incarnation means a newer process took the scope over while this one was frozen between its
+ * claim and its restore. Restoring it would recover that process's transactions — and abort the
+ * open one it is still writing — under its feet.
+ */
+function refuseNewerWriter(restored: CheckpointMetadata, request: RestoreRequest): void {
+  if (request.incarnation === undefined || restored.incarnation === undefined) return;
+  if (fencingScopeOf(restored) !== request.scope) return;
+  if (restored.incarnation > request.incarnation) {
+    throw supersededError(
+      { jobId: request.jobId, scope: request.scope, incarnation: request.incarnation },
+      restored.incarnation,
+    );
+  }
 }
 
 function planFromSnapshots(
@@ -187,6 +207,7 @@ async function planNamed(
   }
   const highestId = current?.highestId ?? 0;
   const newer = highestId > checkpointId ? { newerCheckpointId: highestId } : {};
+  refuseNewerWriter(chosen, request);
   if (sameShape(shapeOf(chosen), request.shape)) {
     const snapshots = await loadSnapshots(request.storage, chosen);
     return { ...planFromSnapshots(chosen, snapshots, highestId, lineageOf(chosen)), ...newer };
