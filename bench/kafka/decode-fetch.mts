@@ -20,9 +20,8 @@ import {
   decodeFetchV11,
   type FetchResponse,
   fetchedPartitions,
-  ownHeaders,
   partitionKey,
-  withoutAborted,
+  recordsFromKafkajs,
 } from "../../packages/connector-kafka/src/internal/kafkajs/fetch-response.js";
 import type { RawRecord } from "../../packages/connector-kafka/src/internal/kafkajs/record-batch-decoder.js";
 import { encodeRecordBatch } from "../../packages/connector-kafka/src/internal/kafkajs/record-batch-encoder.js";
@@ -170,32 +169,12 @@ async function beforeDecode(raw: Buffer): Promise<RawRecord[][]> {
       const buffer = pd.readBytes(size);
       const batches = new KafkajsDecoder(buffer);
       const messages: DecodedMessage[] = [];
-      let batchesEnd: bigint | undefined;
       while (batches.canReadBytes(49)) {
         const batch = await decodeRecordBatch(batches);
         for (const record of batch.records) messages.push(record);
-        batchesEnd = BigInt(batch.firstOffset) + BigInt(batch.lastOffsetDelta) + 1n;
       }
       const fetchOffset = requested.get(partitionKey(topicName, partition)) as bigint;
-      let nextOffset = batchesEnd !== undefined && batchesEnd > fetchOffset ? batchesEnd : fetchOffset;
-      const within: DecodedMessage[] = [];
-      for (const message of messages) {
-        const batchEnd =
-          BigInt(message.batchContext.firstOffset) + BigInt(message.batchContext.lastOffsetDelta) + 1n;
-        if (batchEnd > nextOffset) nextOffset = batchEnd;
-        if (BigInt(message.offset) >= fetchOffset) within.push(message);
-      }
-      out.push(
-        withoutAborted(within, abortedTransactions).map(
-          (m): RawRecord => ({
-            offset: BigInt(m.offset),
-            timestamp: Number(m.timestamp),
-            key: m.key,
-            value: m.value,
-            headers: ownHeaders(m.headers),
-          }),
-        ),
-      );
+      out.push(recordsFromKafkajs(messages, fetchOffset, abortedTransactions).records);
     });
   });
   return out;

@@ -167,15 +167,42 @@ export function fetchedPartitions(response: FetchResponse, requested: RequestedO
 
 /** A partition as kafkajs's decoders of Fetch versions before 11 return it. */
 function fromKafkajs(topic: string, data: KafkajsPartition, fetchOffset: bigint): FetchedPartition {
+  const { records, nextOffset } = recordsFromKafkajs(data.messages, fetchOffset, data.abortedTransactions);
+  return {
+    topic,
+    partition: data.partition,
+    records,
+    nextOffset,
+    highWatermark: BigInt(data.highWatermark),
+    lastStableOffset: data.lastStableOffset === undefined ? undefined : BigInt(data.lastStableOffset),
+  };
+}
+
+/**
+ * The records of a partition that kafkajs decoded, as {@link RawRecord}s: those at or past
+ * `fetchOffset`, control records and aborted transactions removed ({@link withoutAborted}), headers
+ * made own properties ({@link ownHeaders}). `nextOffset` is past the batch of every message, and
+ * never below `fetchOffset`.
+ *
+ * @example
+ * ```ts
+ * const { records, nextOffset } = recordsFromKafkajs(partition.messages, 42n, partition.abortedTransactions);
+ * ```
+ */
+export function recordsFromKafkajs(
+  messages: readonly DecodedMessage[],
+  fetchOffset: bigint,
+  abortedTransactions: ReadonlyArray<{ producerId: string; firstOffset: string }> | undefined,
+): { records: RawRecord[]; nextOffset: bigint } {
   let nextOffset = fetchOffset;
   const within: DecodedMessage[] = [];
-  for (const message of data.messages) {
+  for (const message of messages) {
     const batchEnd =
       BigInt(message.batchContext.firstOffset) + BigInt(message.batchContext.lastOffsetDelta) + 1n;
     if (batchEnd > nextOffset) nextOffset = batchEnd;
     if (BigInt(message.offset) >= fetchOffset) within.push(message);
   }
-  const visible = withoutAborted(within, data.abortedTransactions).map(
+  const records = withoutAborted(within, abortedTransactions).map(
     (m): RawRecord => ({
       offset: BigInt(m.offset),
       timestamp: Number(m.timestamp),
@@ -184,14 +211,7 @@ function fromKafkajs(topic: string, data: KafkajsPartition, fetchOffset: bigint)
       headers: ownHeaders(m.headers),
     }),
   );
-  return {
-    topic,
-    partition: data.partition,
-    records: visible,
-    nextOffset,
-    highWatermark: BigInt(data.highWatermark),
-    lastStableOffset: data.lastStableOffset === undefined ? undefined : BigInt(data.lastStableOffset),
-  };
+  return { records, nextOffset };
 }
 
 const ABORT_MARKER_KEY = Buffer.from([0, 0, 0, 0]);

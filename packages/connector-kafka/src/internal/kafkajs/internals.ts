@@ -98,7 +98,6 @@ interface InternalCluster {
     groupId: string;
     coordinatorType: number;
   }): Promise<InternalBroker & InternalBrokerPool>;
-  retry: Record<string, unknown>;
 }
 
 interface InternalBrokerPool {
@@ -127,33 +126,11 @@ type CreateEosManager = (options: {
   transactionalId: string;
 }) => EosManager;
 
-type CreateMessageProducer = (options: {
-  logger: unknown;
-  cluster: InternalCluster;
-  partitioner: unknown;
-  eosManager: EosManager;
-  idempotent: boolean;
-  retrier: unknown;
-  getConnectionStatus: () => string;
-}) => {
-  sendBatch(request: {
-    acks: number;
-    topicMessages: Array<{ topic: string; messages: Message[] }>;
-  }): Promise<unknown>;
-};
-
 // The one place where kafkajs internals are loaded and typed.
 const createEosManager = requireKafkajs("kafkajs/src/producer/eosManager") as CreateEosManager;
-const createMessageProducer = requireKafkajs("kafkajs/src/producer/messageProducer") as CreateMessageProducer;
-const createRetry = requireKafkajs("kafkajs/src/retry") as (options: Record<string, unknown>) => unknown;
 const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () => {
   writeBuffer(value: Buffer): unknown;
 };
-/**
- * Benchmarks only: `1` makes exactly-once sinks send through kafkajs's own producer (the path
- * before the lean one), so both can be measured side by side in one run.
- */
-const KAFKAJS_PRODUCE_PATH = process.env.ONCEFLOW_BENCH_KAFKAJS_PRODUCE === "1";
 const fetchApiKey = (requireKafkajs("kafkajs/src/protocol/requests/apiKeys") as { Fetch: number }).Fetch;
 const fetchDefinition = (requireKafkajs("kafkajs/src/protocol/requests") as { requests: { Fetch: unknown } })
   .requests.Fetch;
@@ -295,7 +272,7 @@ export class KafkaConnection {
 
   /**
    * Starts a transaction on `transactionalId`: InitProducerId (which aborts whatever was open on the
-   * id and bumps its epoch), then a producer bound to that producer id and epoch: the lean one of
+   * id and bumps its epoch), then a producer bound to that producer id and epoch: the one of
    * `transactional-producer.ts` (records batched per partition, several requests in flight,
    * everything acknowledged at `flush`). `mapFailure` turns a failed send into the error to throw.
    */
@@ -326,7 +303,6 @@ export class KafkaConnection {
       producerId: eosManager.getProducerId(),
       producerEpoch: eosManager.getProducerEpoch(),
     };
-    if (KAFKAJS_PRODUCE_PATH) return this.kafkajsProducer(handle, eosManager, options);
     const producer = new TransactionalProducer({
       ...handle,
       producerId: BigInt(handle.producerId),
@@ -343,41 +319,6 @@ export class KafkaConnection {
       send: (topicMessages) => producer.send(topicMessages),
       flush: () => producer.flush(),
       close: () => producer.close(),
-    };
-  }
-
-  /** The produce path before the lean one: kafkajs's message producer, one awaited send at a time. */
-  private kafkajsProducer(
-    handle: { transactionalId: string; producerId: string; producerEpoch: number },
-    eosManager: EosManager,
-    options: {
-      partitioner: ICustomPartitioner;
-      mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
-    },
-  ): OpenTransaction {
-    const producer = createMessageProducer({
-      logger: this.logger.namespace("OnceflowKafkaSink"),
-      cluster: this.cluster,
-      partitioner: options.partitioner(),
-      eosManager,
-      idempotent: true,
-      retrier: createRetry({ ...this.cluster.retry }),
-      getConnectionStatus: () => "connected",
-    });
-    return {
-      ...handle,
-      send: async (topicMessages) => {
-        await producer
-          .sendBatch({
-            acks: -1,
-            topicMessages: topicMessages as Array<{ topic: string; messages: Message[] }>,
-          })
-          .catch((error: unknown) => {
-            throw options.mapFailure(error, topicMessages as TopicMessages[]);
-          });
-      },
-      flush: async () => undefined,
-      close: async () => undefined,
     };
   }
 

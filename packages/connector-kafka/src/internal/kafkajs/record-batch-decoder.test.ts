@@ -4,7 +4,7 @@ import { isOnceflowError } from "@onceflow/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { crc32c } from "./crc32c.js";
-import { type DecodedMessage, ownHeaders, withoutAborted } from "./fetch-response.js";
+import { type DecodedMessage, recordsFromKafkajs } from "./fetch-response.js";
 import { decodeRecordSet, type RawRecord } from "./record-batch-decoder.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
 
@@ -115,24 +115,13 @@ async function reference(
       throw error;
     }
   }
-  let nextOffset = batchesEnd !== undefined && batchesEnd > fetchOffset ? batchesEnd : fetchOffset;
-  const within: DecodedMessage[] = [];
-  for (const m of messages) {
-    const end = BigInt(m.batchContext.firstOffset) + BigInt(m.batchContext.lastOffsetDelta) + 1n;
-    if (end > nextOffset) nextOffset = end;
-    if (BigInt(m.offset) >= fetchOffset) within.push(m);
-  }
   const list = aborted.map((t) => ({ producerId: String(t.producerId), firstOffset: String(t.firstOffset) }));
-  const records = withoutAborted(within, list).map(
-    (m): RawRecord => ({
-      offset: BigInt(m.offset),
-      timestamp: Number(m.timestamp),
-      key: m.key,
-      value: m.value,
-      headers: ownHeaders(m.headers),
-    }),
-  );
-  return { records, nextOffset };
+  const { records, nextOffset } = recordsFromKafkajs(messages, fetchOffset, list);
+  // Also past a last batch that kafkajs decoded no record from.
+  return {
+    records,
+    nextOffset: batchesEnd !== undefined && batchesEnd > nextOffset ? batchesEnd : nextOffset,
+  };
 }
 
 async function lean(

@@ -5,22 +5,32 @@
  * exact, and control and aborted records are dropped while decoding, so no intermediate record
  * object is made. kafkajs's `recordBatch/v0/decoder` made one large object per record (batch
  * context, string offsets and timestamps, header objects rebuilt per header) that was then
- * converted again.
- *
- * Layout (all big-endian), offsets into the batch:
- *   0 baseOffset int64 · 8 batchLength int32 · 12 partitionLeaderEpoch int32 · 16 magic int8 ·
- *   17 crc uint32 (CRC-32C of everything from 21) · 21 attributes int16 · 23 lastOffsetDelta int32 ·
- *   27 baseTimestamp int64 · 35 maxTimestamp int64 · 43 producerId int64 · 51 producerEpoch int16 ·
- *   53 baseSequence int32 · 57 records count int32 · 61 records (compressed as one block when
- *   attributes & 0x07 is not 0).
- * Record: length varint · attributes int8 · timestampDelta varlong · offsetDelta varint ·
- *   key (varint length, -1 for null) · value (same) · header count varint · headers (key, value).
+ * converted again. The layout is in `record-batch-layout.ts`.
  *
  * Old message sets (magic 0 and 1) still go through kafkajs's decoder.
  */
 import { createRequire } from "node:module";
 import { OnceflowError } from "@onceflow/core";
 import { crc32c } from "./crc32c.js";
+import {
+  ATTRIBUTES_OFFSET,
+  BASE_OFFSET_OFFSET,
+  BASE_TIMESTAMP_OFFSET,
+  COMPRESSION_MASK,
+  CONTROL_FLAG,
+  COUNT_OFFSET,
+  CRC_OFFSET,
+  LAST_OFFSET_DELTA_OFFSET,
+  LENGTH_OFFSET,
+  LOG_APPEND_TIME_FLAG,
+  LOG_OVERHEAD,
+  MAGIC_OFFSET,
+  MAX_TIMESTAMP_OFFSET,
+  PRODUCER_ID_OFFSET,
+  RECORD_BATCH_HEADER_BYTES,
+  RECORD_BATCH_MAGIC,
+  TRANSACTIONAL_FLAG,
+} from "./record-batch-layout.js";
 
 const requireKafkajs = createRequire(import.meta.url);
 
@@ -67,22 +77,6 @@ export interface DecodedRecordSet {
   batchesEnd: bigint | undefined;
 }
 
-/** Bytes before the first record of a batch. */
-const BATCH_HEADER_BYTES = 61;
-/** Offset and length of a batch (or old message set entry), before what the length counts. */
-const LOG_OVERHEAD = 12;
-const MAGIC_OFFSET = 16;
-const CRC_OFFSET = 17;
-const ATTRIBUTES_OFFSET = 21;
-const LAST_OFFSET_DELTA_OFFSET = 23;
-const BASE_TIMESTAMP_OFFSET = 27;
-const MAX_TIMESTAMP_OFFSET = 35;
-const PRODUCER_ID_OFFSET = 43;
-const COUNT_OFFSET = 57;
-const COMPRESSION_MASK = 0x07;
-const LOG_APPEND_TIME_FLAG = 0x08;
-const TRANSACTIONAL_FLAG = 0x10;
-const CONTROL_FLAG = 0x20;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TWO_POW_32 = 4294967296;
 
@@ -117,20 +111,20 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
   // Past the magic byte: enough to tell a batch from an old message set entry. A batch whose length
   // runs past the end is cut by the fetch's byte limits: the next fetch reads it whole.
   while (end - pos > MAGIC_OFFSET) {
-    const length = set.readInt32BE(pos + 8);
+    const length = set.readInt32BE(pos + LENGTH_OFFSET);
     const batchEnd = pos + LOG_OVERHEAD + length;
     if (length < 0 || batchEnd > end) break;
-    const baseOffset = set.readBigInt64BE(pos);
+    const baseOffset = set.readBigInt64BE(pos + BASE_OFFSET_OFFSET);
     const magic = set[pos + MAGIC_OFFSET] as number;
-    if (magic !== 2) {
-      if (magic > 2) throw corrupt(context, baseOffset, `unknown magic ${magic}`);
+    if (magic !== RECORD_BATCH_MAGIC) {
+      if (magic > RECORD_BATCH_MAGIC) throw corrupt(context, baseOffset, `unknown magic ${magic}`);
       await decodeLegacyEntry(set.subarray(pos, batchEnd), fetchOffset, records);
       const entryEnd = baseOffset + 1n;
       if (batchesEnd === undefined || entryEnd > batchesEnd) batchesEnd = entryEnd;
       pos = batchEnd;
       continue;
     }
-    if (length < BATCH_HEADER_BYTES - LOG_OVERHEAD)
+    if (length < RECORD_BATCH_HEADER_BYTES - LOG_OVERHEAD)
       throw corrupt(context, baseOffset, `batch length ${length}`);
     const storedCrc = set.readUInt32BE(pos + CRC_OFFSET);
     const crc = crc32c(set, pos + ATTRIBUTES_OFFSET, batchEnd);
@@ -153,7 +147,7 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
     if (!control && whole && transactional && aborted?.has(producerId) === true) continue;
 
     let data = set;
-    let start = batchStart + BATCH_HEADER_BYTES;
+    let start = batchStart + RECORD_BATCH_HEADER_BYTES;
     let stop = batchEnd;
     if ((attributes & COMPRESSION_MASK) !== 0) {
       // kafkajs's registry; a codec it lacks throws its KafkaJSNotImplemented, as kafkajs did.

@@ -2,17 +2,28 @@
  * Kafka's record batch (magic 2, uncompressed) written straight into one buffer: no intermediate
  * encoder objects, no buffer growth, one CRC pass. Byte for byte what kafkajs's
  * `protocol/recordBatch/v0` + `record/v0` write for the same input (see the tests), at a fraction of
- * the allocations.
- *
- * Layout (all big-endian), offsets into the batch:
- *   0 baseOffset int64 · 8 batchLength int32 · 12 partitionLeaderEpoch int32 · 16 magic int8 ·
- *   17 crc uint32 (CRC-32C of everything from 21) · 21 attributes int16 · 23 lastOffsetDelta int32 ·
- *   27 baseTimestamp int64 · 35 maxTimestamp int64 · 43 producerId int64 · 51 producerEpoch int16 ·
- *   53 baseSequence int32 · 57 records count int32 · 61 records.
- * Record: length varint · attributes int8 · timestampDelta varlong · offsetDelta varint ·
- *   key (varint length, -1 for null) · value (same) · header count varint · headers (key, value).
+ * the allocations. The layout is in `record-batch-layout.ts`.
  */
 import { crc32c } from "./crc32c.js";
+import {
+  ATTRIBUTES_OFFSET,
+  BASE_OFFSET_OFFSET,
+  BASE_SEQUENCE_OFFSET,
+  BASE_TIMESTAMP_OFFSET,
+  COUNT_OFFSET,
+  CRC_OFFSET,
+  LAST_OFFSET_DELTA_OFFSET,
+  LEADER_EPOCH_OFFSET,
+  LENGTH_OFFSET,
+  LOG_OVERHEAD,
+  MAGIC_OFFSET,
+  MAX_TIMESTAMP_OFFSET,
+  PRODUCER_EPOCH_OFFSET,
+  PRODUCER_ID_OFFSET,
+  RECORD_BATCH_HEADER_BYTES,
+  RECORD_BATCH_MAGIC,
+  TRANSACTIONAL_FLAG,
+} from "./record-batch-layout.js";
 
 /** A record as the sink hands it over: kafkajs's `Message` fits. */
 export interface BatchRecord {
@@ -32,22 +43,6 @@ export interface BatchProducer {
   readonly transactional: boolean;
 }
 
-/** Bytes before the first record. */
-export const RECORD_BATCH_HEADER_BYTES = 61;
-const LENGTH_OFFSET = 8;
-const LEADER_EPOCH_OFFSET = 12;
-const MAGIC_OFFSET = 16;
-const CRC_OFFSET = 17;
-const ATTRIBUTES_OFFSET = 21;
-const LAST_OFFSET_DELTA_OFFSET = 23;
-const BASE_TIMESTAMP_OFFSET = 27;
-const MAX_TIMESTAMP_OFFSET = 35;
-const PRODUCER_ID_OFFSET = 43;
-const PRODUCER_EPOCH_OFFSET = 51;
-const BASE_SEQUENCE_OFFSET = 53;
-const COUNT_OFFSET = 57;
-const MAGIC = 2;
-const TRANSACTIONAL_ATTRIBUTE = 0x10;
 /** The broker sets the leader epoch; -1 is what the Java producer sends. */
 const NO_PARTITION_LEADER_EPOCH = -1;
 
@@ -135,11 +130,11 @@ export class RecordBatchBuilder {
   finish(producer: BatchProducer): Buffer {
     if (this.count === 0) throw new Error("RecordBatchBuilder: a record batch needs at least one record");
     const buffer = this.buffer;
-    buffer.writeBigInt64BE(0n, 0);
-    buffer.writeInt32BE(this.offset - 12, LENGTH_OFFSET);
+    buffer.writeBigInt64BE(0n, BASE_OFFSET_OFFSET);
+    buffer.writeInt32BE(this.offset - LOG_OVERHEAD, LENGTH_OFFSET);
     buffer.writeInt32BE(NO_PARTITION_LEADER_EPOCH, LEADER_EPOCH_OFFSET);
-    buffer.writeInt8(MAGIC, MAGIC_OFFSET);
-    buffer.writeInt16BE(producer.transactional ? TRANSACTIONAL_ATTRIBUTE : 0, ATTRIBUTES_OFFSET);
+    buffer.writeInt8(RECORD_BATCH_MAGIC, MAGIC_OFFSET);
+    buffer.writeInt16BE(producer.transactional ? TRANSACTIONAL_FLAG : 0, ATTRIBUTES_OFFSET);
     buffer.writeInt32BE(this.count - 1, LAST_OFFSET_DELTA_OFFSET);
     buffer.writeBigInt64BE(BigInt(this.baseTimestamp), BASE_TIMESTAMP_OFFSET);
     buffer.writeBigInt64BE(BigInt(this.maxTimestamp), MAX_TIMESTAMP_OFFSET);

@@ -26,7 +26,8 @@
  */
 
 import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
-import { RECORD_BATCH_HEADER_BYTES, RecordBatchBuilder } from "./record-batch-encoder.js";
+import { RecordBatchBuilder } from "./record-batch-encoder.js";
+import { RECORD_BATCH_HEADER_BYTES } from "./record-batch-layout.js";
 
 /** A record to produce: kafkajs's `Message`. */
 export interface ProducerMessage {
