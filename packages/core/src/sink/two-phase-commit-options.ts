@@ -1,5 +1,6 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import type { TypeSerializer } from "../state/serializer.js";
+import type { TransactionTimeoutPolicy } from "./transaction-commit.js";
 
 /**
  * What a failed commit means, as told by {@link TwoPhaseCommitSink.classifyCommitError}:
@@ -132,6 +133,41 @@ export function validateCommitRetry(options: CommitRetryOptions): Required<Commi
     throw new ConfigurationError("commitRetry.multiplier", `must be at least 1, got ${merged.multiplier}`);
   }
   return merged;
+}
+
+/**
+ * The transaction-timeout options of a sink, checked: `transactionTimeout` > 0 ms,
+ * `transactionTimeoutWarningRatio` in (0, 1] (default 0.8), and
+ * `ignoreFailuresAfterTransactionTimeout` only together with `transactionTimeout`.
+ */
+export function validateTransactionTimeout(
+  options: Pick<
+    TwoPhaseCommitSinkOptions<unknown>,
+    "transactionTimeout" | "transactionTimeoutWarningRatio" | "ignoreFailuresAfterTransactionTimeout"
+  >,
+): TransactionTimeoutPolicy {
+  const timeout = options.transactionTimeout;
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
+    throw new ConfigurationError(
+      "transactionTimeout",
+      `must be a number of ms greater than 0, got ${timeout}`,
+    );
+  }
+  const warningRatio = options.transactionTimeoutWarningRatio ?? 0.8;
+  if (!(Number.isFinite(warningRatio) && warningRatio > 0 && warningRatio <= 1)) {
+    throw new ConfigurationError(
+      "transactionTimeoutWarningRatio",
+      `must be greater than 0 and at most 1, got ${warningRatio}`,
+    );
+  }
+  const ignoreFailuresAfterTimeout = options.ignoreFailuresAfterTransactionTimeout ?? false;
+  if (ignoreFailuresAfterTimeout && timeout === undefined) {
+    throw new ConfigurationError(
+      "ignoreFailuresAfterTransactionTimeout",
+      "needs transactionTimeout: set it to the external system's transaction timeout, so only transactions older than that are given up",
+    );
+  }
+  return { timeout, warningRatio, ignoreFailuresAfterTimeout };
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

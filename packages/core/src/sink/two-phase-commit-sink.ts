@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type {
   CheckpointedFunction,
   CheckpointListener,
@@ -12,7 +11,6 @@ import {
   isOnceflowError,
   type OnceflowError,
   RecoveryError,
-  TransactionError,
 } from "../errors/onceflow-error.js";
 import { type Logger, silentLogger } from "../observability/logger.js";
 import { type Counter, MetricNames } from "../observability/metrics.js";
@@ -20,6 +18,12 @@ import { defaultSerializerFor, type TypeSerializer } from "../state/serializer.j
 import type { ListState } from "../state/state.js";
 import type { Sink, SinkContext } from "./sink.js";
 import { SinkTransactionMetrics } from "./sink-transaction-metrics.js";
+import {
+  commitWithRetry,
+  type TransactionCommitter,
+  type TransactionTimeoutPolicy,
+  warnIfNearTimeout,
+} from "./transaction-commit.js";
 import {
   ownsOldSubtask,
   TRANSACTION_STATE_NAME,
@@ -32,6 +36,7 @@ import {
   type PendingTransaction,
   type TwoPhaseCommitSinkOptions,
   validateCommitRetry,
+  validateTransactionTimeout,
 } from "./two-phase-commit-options.js";
 
 /**
@@ -104,9 +109,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   /** Shown in logs and errors. */
   readonly name: string;
   private readonly transactionSerializer: TypeSerializer<TXN>;
-  private readonly transactionTimeout: number | undefined;
-  private readonly transactionTimeoutWarningRatio: number;
-  private readonly ignoreFailuresAfterTransactionTimeout: boolean;
+  private readonly timeoutPolicy: TransactionTimeoutPolicy;
   private readonly commitRetry: Required<CommitRetryOptions>;
   private readonly backgroundCommits: boolean;
 
@@ -133,29 +136,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   constructor(options: TwoPhaseCommitSinkOptions<TXN> = {}) {
     this.name = options.name ?? new.target.name;
     this.transactionSerializer = options.transactionSerializer ?? defaultSerializerFor<TXN>();
-    const timeout = options.transactionTimeout;
-    if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
-      throw new ConfigurationError(
-        "transactionTimeout",
-        `must be a number of ms greater than 0, got ${timeout}`,
-      );
-    }
-    this.transactionTimeout = timeout;
-    const ratio = options.transactionTimeoutWarningRatio ?? 0.8;
-    if (!(Number.isFinite(ratio) && ratio > 0 && ratio <= 1)) {
-      throw new ConfigurationError(
-        "transactionTimeoutWarningRatio",
-        `must be greater than 0 and at most 1, got ${ratio}`,
-      );
-    }
-    this.transactionTimeoutWarningRatio = ratio;
-    this.ignoreFailuresAfterTransactionTimeout = options.ignoreFailuresAfterTransactionTimeout ?? false;
-    if (this.ignoreFailuresAfterTransactionTimeout && timeout === undefined) {
-      throw new ConfigurationError(
-        "ignoreFailuresAfterTransactionTimeout",
-        "needs transactionTimeout: set it to the external system's transaction timeout, so only transactions older than that are given up",
-      );
-    }
+    this.timeoutPolicy = validateTransactionTimeout(options);
     this.commitRetry = validateCommitRetry(options.commitRetry ?? {});
     this.backgroundCommits = options.backgroundCommits ?? false;
   }
@@ -505,7 +486,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     // The job's last checkpoint (also on a stop, which has no finish()): commit it inline.
     if (context.isFinal === true) this.finishing = true;
     const holder = this.requireCurrent("snapshotState", checkpointId);
-    this.warnIfNearTimeout(holder, checkpointId, "pre-commit");
+    warnIfNearTimeout(this.committer(), holder, checkpointId, "pre-commit");
     await this.preCommit(holder.transaction, context);
     this.current = undefined;
     const pending: TransactionHolder<TXN> = { ...holder, checkpointId, bytes: undefined };
@@ -744,7 +725,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     }
     for (const holder of due) {
       const started = performance.now();
-      const outcome = await this.commitWithRetry(holder, recovering);
+      const outcome = await commitWithRetry(this.committer(), holder, recovering);
       this.transactionMetrics?.observeCommit(performance.now() - started);
       this.pending = this.pending.filter((each) => each !== holder);
       this.transactionMetrics?.update();
@@ -759,97 +740,19 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     }
   }
 
-  private async commitWithRetry(
-    holder: TransactionHolder<TXN>,
-    recovering: boolean,
-  ): Promise<"committed" | "dropped"> {
-    const { checkpointId, transaction } = holder;
-    this.warnIfNearTimeout(holder, checkpointId, recovering ? "recover-and-commit" : "commit");
-    let delay = this.commitRetry.initialDelay;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (recovering) await this.recoverAndCommit(transaction);
-        else await this.commit(transaction);
-        return "committed";
-      } catch (error) {
-        const classification = await this.classifyCommitError(error, transaction);
-        const described = this.describeTransaction(transaction);
-        const facts = { checkpointId, transactionId: described, cause: error };
-        const reason = error instanceof Error ? error.message : String(error);
-        switch (classification) {
-          case "fenced":
-            // Told apart by when it happens (Flink's users cannot tell these cases apart).
-            throw new TransactionError(
-              "TRANSACTION_FENCED",
-              recovering
-                ? `${this.name}: transaction ${described} of the restored checkpoint ${checkpointId} cannot be committed: its id has been used by a newer transaction since. Either a checkpoint older than the job's latest was restored (restore the latest one — the older one's output is already committed or lost), or another instance of this job, or another sink with the same ids, is running (stop it; make ids unique per sink). Cause: ${reason}`
-                : `${this.name}: transaction ${described} of checkpoint ${checkpointId} was fenced while this process was running: a newer process of this job took its ids over, so this one is a zombie and must stop (the newer one recovers the data), or another job or sink uses the same ids (make them unique). Cause: ${reason}`,
-              facts,
-            );
-          case "timed-out": {
-            const age = Date.now() - holder.startedAt;
-            const timeout = this.transactionTimeout;
-            if (this.ignoreFailuresAfterTransactionTimeout && timeout !== undefined && age > timeout) {
-              this.log.error(
-                {
-                  checkpointId,
-                  transaction: described,
-                  ageMs: age,
-                  transactionTimeoutMs: timeout,
-                  err: error,
-                },
-                `DATA LOST: the external system aborted transaction ${described} of checkpoint ${checkpointId} after its timeout; the data of checkpoint ${checkpointId} is lost and is skipped because ignoreFailuresAfterTransactionTimeout is set`,
-              );
-              return "dropped";
-            }
-            throw new TransactionError(
-              "TRANSACTION_TIMED_OUT",
-              `${this.name}: the external system aborted transaction ${described} of checkpoint ${checkpointId} after its transaction timeout (age ${age} ms${timeout === undefined ? "" : `, transactionTimeout ${timeout} ms`}): the data of checkpoint ${checkpointId} is lost. Raise the external system's transaction timeout above the longest expected downtime, or set ignoreFailuresAfterTransactionTimeout to accept the loss and go on. Cause: ${reason}`,
-              facts,
-            );
-          }
-          case "fatal":
-            throw new TransactionError(
-              "COMMIT_FAILED",
-              `${this.name}: commit of transaction ${described} of checkpoint ${checkpointId} failed with an error that retrying cannot fix: ${reason}. The transaction is still pending: it is kept in every later checkpoint and committed again after a restart.`,
-              facts,
-            );
-          default: {
-            if (attempt >= this.commitRetry.maxAttempts) {
-              throw new TransactionError(
-                "COMMIT_FAILED",
-                `${this.name}: commit of transaction ${described} of checkpoint ${checkpointId} failed ${attempt} time(s): ${reason}. The transaction is still pending: it is kept in every later checkpoint and committed again after a restart.`,
-                facts,
-              );
-            }
-            this.retriesCounter().inc(1, this.metricLabels());
-            this.log.warn(
-              { checkpointId, transaction: described, attempt, retryInMs: delay, err: error },
-              "commit failed; retrying",
-            );
-            await sleep(delay);
-            delay = Math.min(delay * this.commitRetry.multiplier, this.commitRetry.maxDelay);
-          }
-        }
-      }
-    }
-  }
-
-  private warnIfNearTimeout(holder: TransactionHolder<TXN>, checkpointId: number, phase: string): void {
-    const timeout = this.transactionTimeout;
-    if (timeout === undefined) return;
-    const age = Date.now() - holder.startedAt;
-    if (age <= timeout * this.transactionTimeoutWarningRatio) return;
-    this.log.warn(
-      {
-        checkpointId,
-        transaction: this.describeTransaction(holder.transaction),
-        ageMs: age,
-        transactionTimeoutMs: timeout,
-        phase,
-      },
-      `transaction is ${Math.round((age / timeout) * 100)}% of the transaction timeout old at ${phase}: if it passes the timeout the external system aborts it and the data of checkpoint ${checkpointId} is lost. Checkpoint more often or raise the timeout.`,
-    );
+  /** This sink as {@link commitWithRetry} sees it. */
+  private committer(): TransactionCommitter<TXN> {
+    return {
+      sinkName: this.name,
+      log: this.log,
+      retry: this.commitRetry,
+      timeoutPolicy: this.timeoutPolicy,
+      commit: (transaction, recovering) =>
+        recovering ? this.recoverAndCommit(transaction) : this.commit(transaction),
+      classify: (error, transaction) => this.classifyCommitError(error, transaction),
+      describe: (transaction) => this.describeTransaction(transaction),
+      onRetry: () => this.retriesCounter().inc(1, this.metricLabels()),
+    };
   }
 
   private restoreHolder(entry: TransactionStateEntry): TransactionHolder<TXN> {
