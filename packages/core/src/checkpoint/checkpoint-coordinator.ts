@@ -9,6 +9,8 @@ import { retainLatestCheckpoints } from "./retention.js";
 /** Checkpointing settings with every default filled in. */
 export interface ResolvedCheckpointing {
   readonly interval: number;
+  /** Milliseconds from `start()` to the first checkpoint. */
+  readonly initialDelay: number;
   readonly timeout: number;
   readonly minPauseBetween: number;
   readonly tolerableFailures: number;
@@ -129,9 +131,12 @@ export class CheckpointCoordinator {
     return this.lastStored;
   }
 
-  /** Starts periodic checkpoints (no-op when checkpointing is off). */
+  /**
+   * Starts periodic checkpoints (no-op when checkpointing is off): the first one `initialDelay` ms
+   * from now, then one every `interval`. Called once every subtask of the attempt runs.
+   */
   start(): void {
-    if (this.options.checkpointing) this.schedule(this.options.checkpointing.interval);
+    if (this.options.checkpointing) this.schedule(this.options.checkpointing.initialDelay);
   }
 
   /** Stops triggering; a checkpoint in flight runs to its end. */
@@ -202,6 +207,12 @@ export class CheckpointCoordinator {
         throw error;
       }
       await this.notifyComplete(checkpointId);
+      try {
+        await this.retain();
+      } catch (error) {
+        this.recordFailure(checkpointId, error);
+        throw error;
+      }
       return checkpointId;
     })();
     // Tracked from this very call on, like any other, so that shutdown settles it too.
@@ -233,6 +244,12 @@ export class CheckpointCoordinator {
         this.consecutiveFailures = 0;
         // A failed commit fails the subtask loop itself, which fails the attempt.
         await this.notifyComplete(checkpointId);
+        try {
+          await this.retain();
+        } catch (error) {
+          this.handleFailure(checkpointId, error);
+          throw error;
+        }
         return checkpointId;
       },
       (error: unknown) => {
@@ -389,6 +406,15 @@ export class CheckpointCoordinator {
       { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
       "checkpoint completed",
     );
+  }
+
+  /**
+   * Discards what `retained` no longer keeps. Runs once operators were told a checkpoint completed
+   * (its commits wait for no listing and discarding), within the checkpoint: the next one waits.
+   */
+  private async retain(): Promise<void> {
+    const { storage, checkpointing } = this.options;
+    if (!storage || !checkpointing) return;
     await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
       scope: this.options.scope,
     });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { type FileHandle, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CheckpointError, ConfigurationError } from "../errors/onceflow-error.js";
 import {
@@ -193,41 +193,81 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     const scopeDir = this.scopeDirectory(metadata.jobId, metadata.scope);
     const finalDir = join(scopeDir, checkpointDirectoryName(checkpointId));
     let tempDir: string | undefined;
+    const opened: DirectoryHandle[] = [];
     try {
-      await this.ensureScopeDirectory(metadata.jobId, metadata.scope);
-      await this.cleanupScopeOnce(metadata.jobId, metadata.scope);
-      if (await exists(finalDir)) throw failed(`already exists at ${finalDir}`);
-
-      const stagingDir =
-        metadata.incarnation === undefined
-          ? scopeDir
-          : await this.stagingOf(
-              metadata.jobId,
-              fencingScopeOf(metadata),
-              metadata.incarnation,
-              checkpointId,
-            );
-      tempDir = await mkdtemp(join(stagingDir, `${TEMP_PREFIX}${checkpointId}-`)).catch(
-        async (error: unknown) => {
+      // Each awaited file operation waits for a turn of the event loop, which the subtasks keep
+      // busy (the first store of an attempt meets their initial backlog): what does not depend on
+      // another step runs side by side, and its outcomes are looked at in the order of the steps.
+      const scopeReady = this.ensureScopeDirectory(metadata.jobId, metadata.scope);
+      // The temporary folder goes into the incarnation's staging folder (made at its claim), so it
+      // is made meanwhile; without an incarnation, into the scope's folder once that exists.
+      const makeTemp = async (): Promise<string> => {
+        if (metadata.incarnation === undefined) await scopeReady;
+        const staging =
+          metadata.incarnation === undefined
+            ? scopeDir
+            : await this.stagingOf(
+                metadata.jobId,
+                fencingScopeOf(metadata),
+                metadata.incarnation,
+                checkpointId,
+              );
+        return mkdtemp(join(staging, `${TEMP_PREFIX}${checkpointId}-`)).catch(async (error: unknown) => {
           throw await this.fencedOr(metadata, error);
-        },
+        });
+      };
+      const [ready, , taken, temp] = await Promise.allSettled([
+        scopeReady,
+        this.cleanupScopeOnce(metadata.jobId, metadata.scope),
+        exists(finalDir),
+        makeTemp(),
+      ]);
+      if (temp.status === "fulfilled") tempDir = temp.value;
+      if (ready.status === "rejected") throw ready.reason;
+      if (taken.status === "rejected") throw taken.reason;
+      if (taken.value) throw failed(`already exists at ${finalDir}`);
+      if (temp.status === "rejected") throw temp.reason;
+      const written = temp.value;
+      // Every file at once, each fsynced, and the folders opened meanwhile (an fsync covers what a
+      // folder holds when it runs, not when it was opened). The order within the folder does not
+      // matter: nothing reads it before the rename below publishes it whole.
+      const files: [string, Uint8Array][] = [...checkpoint.subtaskStates].map(([subtaskIndex, bytes]) => [
+        subtaskStateFileName(subtaskIndex),
+        bytes,
+      ]);
+      files.push([METADATA_FILE_NAME, Buffer.from(metadataJson, "utf8")]);
+      const [tempHandle, scopeHandle, ...writes] = await Promise.allSettled([
+        openDirectory(written),
+        openDirectory(scopeDir),
+        ...files.map(([name, bytes]) => writeDurablyOpen(join(written, name), bytes)),
+      ]);
+      if (tempHandle.status === "fulfilled") opened.push(tempHandle.value);
+      if (scopeHandle.status === "fulfilled") opened.push(scopeHandle.value);
+      const closing = writes.map((result) =>
+        result.status === "fulfilled" ? result.value.close().catch(() => {}) : undefined,
       );
-      for (const [subtaskIndex, bytes] of checkpoint.subtaskStates) {
-        await writeDurably(join(tempDir, subtaskStateFileName(subtaskIndex)), bytes);
+      try {
+        // Every write has settled (none still creates a file in a folder the cleanup below removes).
+        for (const result of [...writes, tempHandle, scopeHandle])
+          if (result.status === "rejected") throw result.reason;
+        const [tempFolder] = opened;
+        // The files' names are durable before the rename makes the folder a checkpoint; their
+        // handles close meanwhile (before the rename: Windows cannot rename a folder with open files).
+        await syncDirectoryHandle(tempFolder);
+      } finally {
+        await Promise.all(closing);
       }
-      // Metadata last: a folder with readable metadata always has all its state files.
-      await writeDurably(join(tempDir, METADATA_FILE_NAME), Buffer.from(metadataJson, "utf8"));
-      await syncDirectory(tempDir);
+      const [, scopeFolder] = opened;
       try {
         // The commit point, and the fence: a newer claim renamed `staging` away, so this fails.
-        await rename(tempDir, finalDir);
+        await rename(written, finalDir);
       } catch (error) {
         // Another writer got there between the check above and the rename.
         if (isCode(error, "ENOTEMPTY", "EEXIST")) throw failed(`already exists at ${finalDir}`, error);
         throw await this.fencedOr(metadata, error);
       }
       tempDir = undefined;
-      await syncDirectory(scopeDir);
+      await syncDirectoryHandle(scopeFolder);
     } catch (error) {
       if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true }).catch(() => {});
       if (error instanceof CheckpointError) throw error;
@@ -235,6 +275,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       const fenced = await this.fencedOr(metadata, error);
       if (fenced instanceof CheckpointError) throw fenced;
       throw failed(`could not be written under ${scopeDir}: ${messageOf(error)}`, error);
+    } finally {
+      await Promise.all(opened.map((handle) => handle?.close().catch(() => {})));
     }
   }
 
@@ -245,36 +287,43 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
    */
   async list(jobId: string): Promise<CheckpointMetadata[]> {
     assertCheckpointName("jobId", jobId);
-    const found: CheckpointMetadata[] = [];
-    for (const scopeEntry of await readDirectories(join(this.root, jobId))) {
-      const scope = scopeEntry.name;
-      if (scope.startsWith(".")) continue;
-      const scopeDir = join(this.root, jobId, scope);
-      for (const entry of await readDirectories(scopeDir)) {
-        const match = CHECKPOINT_DIR.exec(entry.name);
-        if (match === null) continue;
-        const checkpointId = Number(match[1]);
-        const path = join(scopeDir, entry.name);
-        let metadata: CheckpointMetadata;
-        try {
-          metadata = await readMetadata(path, checkpointId);
-        } catch (error) {
-          // Discarded meanwhile (retention in the process that owns the scope): gone, not damaged.
-          if (!(await exists(path))) continue;
-          if (this.corruptCheckpoints === "skip") continue;
-          throw corruptFolder(path, { jobId, scope, checkpointId }, messageOf(error), error);
-        }
-        if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
-          if (this.corruptCheckpoints === "skip") continue;
-          throw corruptFolder(
-            path,
-            { jobId, scope, checkpointId },
-            `its metadata describes ${describeCheckpoint(metadata)}`,
-          );
-        }
-        found.push(metadata);
+    // Scopes and metadata files are read side by side, a few at a time: each read waits for a turn
+    // of an event loop the subtasks keep busy, and retention lists after every store.
+    const scopes = (await readDirectories(join(this.root, jobId)))
+      .map((entry) => entry.name)
+      .filter((scope) => !scope.startsWith("."));
+    const folders = (
+      await mapConcurrently(scopes, async (scope) => {
+        const scopeDir = join(this.root, jobId, scope);
+        return (await readDirectories(scopeDir)).flatMap((entry) => {
+          const match = CHECKPOINT_DIR.exec(entry.name);
+          return match === null
+            ? []
+            : [{ scope, checkpointId: Number(match[1]), path: join(scopeDir, entry.name) }];
+        });
+      })
+    ).flat();
+    const read = await mapConcurrently(folders, async ({ scope, checkpointId, path }) => {
+      let metadata: CheckpointMetadata;
+      try {
+        metadata = await readMetadata(path, checkpointId);
+      } catch (error) {
+        // Discarded meanwhile (retention in the process that owns the scope): gone, not damaged.
+        if (!(await exists(path))) return undefined;
+        if (this.corruptCheckpoints === "skip") return undefined;
+        throw corruptFolder(path, { jobId, scope, checkpointId }, messageOf(error), error);
       }
-    }
+      if (metadata.jobId !== jobId || metadata.scope !== scope || metadata.checkpointId !== checkpointId) {
+        if (this.corruptCheckpoints === "skip") return undefined;
+        throw corruptFolder(
+          path,
+          { jobId, scope, checkpointId },
+          `its metadata describes ${describeCheckpoint(metadata)}`,
+        );
+      }
+      return metadata;
+    });
+    const found = read.filter((metadata): metadata is CheckpointMetadata => metadata !== undefined);
     return found.sort(compareCheckpoints);
   }
 
@@ -523,6 +572,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     checkpointId: number,
   ): Promise<string> {
     const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
+    // Known already (claimed or read by this storage, and a marker's scope never changes): its
+    // staging folder is used without reading the marker again. When a newer claim fenced it since,
+    // the folder is gone and the first write into it fails, reported as SUPERSEDED (`fencedOr`).
+    if (this.incarnationScopes.get(`${jobId}/${incarnation}`) === scope) return join(marker, STAGING_DIR);
     const owner = await readFile(join(marker, INCARNATION_SCOPE_FILE), "utf8").catch(() => undefined);
     if (owner === undefined) {
       // Its marker is gone: removed after a newer claim fenced it, or never made.
@@ -571,8 +624,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     const created = await mkdir(scopeDir, { recursive: true });
     if (created === undefined) return;
     // New folders are durable only once their parents are synced.
-    await syncDirectory(join(this.root, jobId));
-    await syncDirectory(this.root);
+    await Promise.all([syncDirectory(join(this.root, jobId)), syncDirectory(this.root)]);
   }
 
   private async cleanupScopeOnce(jobId: string, scope: string): Promise<void> {
@@ -666,14 +718,46 @@ async function readMetadata(checkpointDir: string, checkpointId: number): Promis
   );
 }
 
+/** An open folder to fsync, or `undefined` on Windows (which cannot open one; its renames are durable without it). */
+type DirectoryHandle = FileHandle | undefined;
+
+async function openDirectory(path: string): Promise<DirectoryHandle> {
+  try {
+    return await open(path, "r");
+  } catch (error) {
+    if (process.platform === "win32") return undefined;
+    throw error;
+  }
+}
+
+/** fsync an opened folder (see {@link syncDirectory}); the caller closes it. */
+async function syncDirectoryHandle(handle: DirectoryHandle): Promise<void> {
+  try {
+    await handle?.sync();
+  } catch (error) {
+    if (process.platform !== "win32") throw error;
+  }
+}
+
 async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
+  const handle = await writeDurablyOpen(path, bytes);
+  await handle.close();
+}
+
+/**
+ * Writes a new file and fsyncs it; returns it still open, for the caller to close (side by side
+ * with its next step: each awaited file operation costs a turn of the event loop).
+ */
+async function writeDurablyOpen(path: string, bytes: Uint8Array): Promise<FileHandle> {
   const handle = await open(path, "wx");
   try {
     await handle.writeFile(bytes);
     await handle.sync();
-  } finally {
-    await handle.close();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    throw error;
   }
+  return handle;
 }
 
 /** fsync a folder so the names created, renamed or removed in it survive a power loss. */
@@ -688,6 +772,34 @@ async function syncDirectory(path: string): Promise<void> {
   } finally {
     await handle?.close();
   }
+}
+
+/** How many reads `list` runs at once (well below any open-files limit). */
+const LIST_CONCURRENCY = 16;
+
+/**
+ * `items.map(fn)`, at most `LIST_CONCURRENCY` at a time, results in the order of `items`. Rejects
+ * with the first error once every call started has settled.
+ */
+async function mapConcurrently<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        results[index] = await fn(items[index]!);
+      } catch (error) {
+        next = items.length; // start no more
+        throw error;
+      }
+    }
+  };
+  const workers = Array.from({ length: Math.min(LIST_CONCURRENCY, items.length) }, worker);
+  const settled = await Promise.allSettled(workers);
+  const failure = settled.find((result) => result.status === "rejected");
+  if (failure !== undefined) throw failure.reason;
+  return results;
 }
 
 async function readDirectories(path: string): Promise<Dirent[]> {

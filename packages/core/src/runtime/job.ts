@@ -1,7 +1,7 @@
 import { deserialize } from "node:v8";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
-import type { CheckpointingOptions } from "../checkpoint/checkpointing-options.js";
+import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { ConfigurationError, isOnceflowError, OnceflowError } from "../errors/onceflow-error.js";
@@ -608,6 +608,7 @@ function resolveCheckpointing(
   if (!options) return undefined;
   return {
     interval: options.interval,
+    initialDelay: options.initialDelay ?? defaultInitialDelay(options.interval),
     timeout: options.timeout ?? 600_000,
     minPauseBetween: options.minPauseBetween ?? 0,
     tolerableFailures: options.tolerableFailures ?? 0,

@@ -44,6 +44,7 @@ export function validateJobOptions(options: JobOptions, parallelism: number): vo
     );
   }
   positive("interval", checkpointing.interval, 10);
+  positive("initialDelay", checkpointing.initialDelay, 0);
   positive("timeout", checkpointing.timeout, 1);
   positive("minPauseBetween", checkpointing.minPauseBetween, 0);
   positive("tolerableFailures", checkpointing.tolerableFailures, 0);

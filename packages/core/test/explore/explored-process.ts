@@ -63,6 +63,8 @@ export class ExploredProcess {
       ...(options.subtaskIndex === undefined ? {} : { subtaskIndex: options.subtaskIndex }),
       checkpointing: {
         interval: onDemand ? 600_000 : PERIODIC_INTERVAL_MS,
+        // On demand: no checkpoint but the model's (the default first one comes after 200 ms).
+        initialDelay: onDemand ? 600_000 : PERIODIC_INTERVAL_MS,
         timeout: CHECKPOINT_TIMEOUT_MS,
         retained: 3,
         tolerableFailures: options.tolerableFailures,
