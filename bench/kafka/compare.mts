@@ -4,10 +4,10 @@
 //   Kafka Streams (exactly_once_v2), Flink KafkaSource → KafkaSink (EXACTLY_ONCE, MiniCluster),
 //   and a plain Java consume → produce loop (the broker's ceiling).
 // Each candidate is its own process: it reads the same pre-written input (N records of 100 bytes
-// over 4 partitions) from the start, changes nothing, writes it to its own output topic and says
-// when it is through. Then the output is read back read_committed (every id once, none missing),
-// the process's CPU time is taken from /proc/<pid>/stat, and it is let go. Rounds rotate the order;
-// medians are reported as ratios to onceflow exactly-once.
+// over 4 partitions) from the start, changes nothing (but with --work, below), writes it to its
+// own output topic and says when it is through. Then the output is read back read_committed (every
+// id once, none missing), the process's CPU time is taken from /proc/<pid>/stat, and it is let go.
+// Rounds rotate the order; medians are reported as ratios to onceflow exactly-once.
 // Restart to work (issue 11, goal 4): seconds from the spawn to the job's first completed
 // checkpoint (onceflow candidates print it, see report.mjs) and to the first output record a
 // read_committed consumer, in its group before the spawn, receives. Memory (goal 5): VmRSS from
@@ -15,11 +15,21 @@
 // line, every 100,000 records, while the job still runs), the median of VmRSS sampled every 250 ms,
 // and VmHWM (the kernel's peak RSS) — with
 // --records 10000000 the first two show whether RSS stays flat.
+// Machine load (issue 11, goal 2): /proc/stat (all CPUs), /proc/<pid>/stat of the candidate and of
+// the broker (the process listening on the first broker's port, found with `ss -ltnp`, or
+// --broker-pid) are sampled every 100 ms and interpolated at the candidate's first and last
+// processed record: how busy the machine was over that window (busy jiffies / (cores × wall)), the
+// candidate's and the broker's share of it, and the broker's CPU-s per 1M records. A machine near
+// 100 % busy means the rate is the machine's, not the candidate's.
+// Per-record CPU work (goal 2 where the broker is not the limit): --work <n> gives the onceflow
+// candidates' map n passes of FNV-1a, an arithmetic loop, over each value; the result replaces the
+// value's last 4 bytes (candidates/work.mjs, BENCH_WORK). Onceflow candidates only.
 //
 //   bash bench/kafka/peers/build.sh            # once: the Java peers from Maven Central
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka
 //   ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092 npx tsx bench/kafka/compare.mts --records 1000000 --rounds 3
-import { type ChildProcess, spawn } from "node:child_process";
+//   … --candidates onceflow-eos,onceflow-eos-threads --records 300000 --rounds 3 --work 60
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -39,11 +49,15 @@ const { values: args } = parseArgs({
       type: "string",
       default: "onceflow-eos,onceflow-alo,kafkajs-loop,kafka-streams,flink,java-loop",
     },
+    work: { type: "string", default: "0" },
+    "broker-pid": { type: "string" },
   },
 });
 const RECORDS = Number(args.records);
 const PARTITIONS = Number(args.partitions);
 const ROUNDS = Number(args.rounds);
+const WORK = Number(args.work);
+if (!Number.isInteger(WORK) || WORK < 0) throw new Error(`--work must be an integer ≥ 0, not ${args.work}`);
 const here = fileURLToPath(new URL(".", import.meta.url));
 const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
 const kafka = new Kafka({ brokers, clientId: "onceflow-compare", logLevel: logLevel.NOTHING });
@@ -78,20 +92,6 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
       dir,
       `cmp-${randomUUID().slice(0, 8)}`,
     ],
-  }),
-  // The same job on kafkajs's own produce path (the exactly-once sink before its lean producer).
-  "onceflow-eos-kafkajs": (input, output, dir) => ({
-    command: process.execPath,
-    args: [
-      join(here, "candidates/onceflow-job.mjs"),
-      brokers.join(","),
-      input,
-      output,
-      "exactly-once",
-      dir,
-      `cmp-${randomUUID().slice(0, 8)}`,
-    ],
-    env: { ONCEFLOW_BENCH_KAFKAJS_PRODUCE: "1" },
   }),
   // The onceflow-eos job at parallelism 2, both subtasks in the one thread (compare -threads).
   "onceflow-eos-p2": (input, output, dir) => ({
@@ -242,6 +242,93 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
+/** Busy jiffies of all CPUs together, from the first line of /proc/stat. */
+function machineJiffies(): { busy: number } {
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest is in user already);
+  // idle and iowait are not busy.
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] as string;
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0);
+  return { busy };
+}
+const CORES = readFileSync("/proc/stat", "utf8")
+  .split("\n")
+  .filter((line) => /^cpu\d+ /.test(line)).length;
+
+/** The pid listening on the first broker's port (`ss -ltnp`), or --broker-pid; undefined if unknown. */
+function brokerPid(): number | undefined {
+  if (args["broker-pid"] !== undefined) return Number(args["broker-pid"]);
+  const port = brokers[0]?.split(":").pop();
+  try {
+    const listening = execFileSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" });
+    const pid = /pid=(\d+)/.exec(listening)?.[1];
+    return pid === undefined ? undefined : Number(pid);
+  } catch {
+    return undefined;
+  }
+}
+const BROKER_PID = brokerPid();
+
+/** CPU-s of a process, or undefined once it is gone. */
+function cpuSecondsIfAlive(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return undefined;
+  }
+}
+
+interface CpuSample {
+  at: number;
+  /** Busy seconds of all CPUs together. */
+  machine: number;
+  candidate: number | undefined;
+  broker: number | undefined;
+  /** This process (compare.mts): it should take next to nothing while a candidate runs. */
+  driver: number;
+}
+
+function cpuSample(pid: number): CpuSample {
+  return {
+    at: Date.now(),
+    machine: machineJiffies().busy / CLOCK_TICKS_PER_SECOND,
+    candidate: cpuSecondsIfAlive(pid),
+    broker: cpuSecondsIfAlive(BROKER_PID),
+    driver: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
+  };
+}
+
+/** A field of the samples at time `at`, interpolated linearly between the samples around it. */
+function interpolate(samples: CpuSample[], at: number, field: Exclude<keyof CpuSample, "at">) {
+  const usable = samples.filter((s) => s[field] !== undefined);
+  const after = usable.findIndex((s) => s.at >= at);
+  if (usable.length === 0) return undefined;
+  if (after <= 0) return (after === 0 ? usable[0] : usable.at(-1))?.[field];
+  const a = usable[after - 1] as CpuSample;
+  const b = usable[after] as CpuSample;
+  return (a[field] as number) + (((b[field] as number) - (a[field] as number)) * (at - a.at)) / (b.at - a.at);
+}
+
+/** What the machine, the candidate and the broker used between the first and the last record. */
+function machineLoad(samples: CpuSample[], firstAt: number, lastAt: number) {
+  const capacity = (CORES * Math.max(1, lastAt - firstAt)) / 1000;
+  const used = (field: Exclude<keyof CpuSample, "at">) => {
+    const from = interpolate(samples, firstAt, field);
+    const to = interpolate(samples, lastAt, field);
+    return from === undefined || to === undefined ? undefined : to - from;
+  };
+  const broker = used("broker");
+  const percent = (value: number | undefined) => (value === undefined ? undefined : (100 * value) / capacity);
+  return {
+    machineBusyPercent: percent(used("machine")) as number,
+    candidatePercent: percent(used("candidate")),
+    brokerPercent: percent(broker),
+    driverPercent: percent(used("driver")) as number,
+    brokerCpuSecondsPerMillion: broker === undefined ? undefined : (broker / RECORDS) * 1_000_000,
+  };
+}
+
 /** VmRSS and VmHWM (peak RSS) of a process in MiB, from /proc/<pid>/status. */
 function memoryMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -251,7 +338,8 @@ function memoryMiB(pid: number): { rss: number; peak: number } {
 
 /**
  * Joins a read_committed consumer of `topic` to its group (before the candidate starts) and
- * resolves `first` with the time the first record reached it. `stop` disconnects it.
+ * resolves `first` with the time the first record reached it; it then stops fetching and leaves, so
+ * that it does not compete with the candidate for CPU. `stop` disconnects it (if it has not left).
  */
 async function watchFirstOutput(
   topic: string,
@@ -266,17 +354,23 @@ async function watchFirstOutput(
     seen = resolve;
   });
   const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+  let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= consumer.disconnect());
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
     autoCommit: false,
     eachBatch: async ({ batch }) => {
-      if (batch.messages.length > 0) seen(Date.now());
+      if (batch.messages.length === 0) return;
+      seen(Date.now());
+      // Fetching (and decoding) the rest of the output would take CPU from the candidate: stop
+      // fetching now, and leave once this batch is through (disconnect waits for it).
+      consumer.pause([{ topic }]);
+      setImmediate(() => void stop());
     },
   });
   await joined;
-  let stopped: Promise<void> | undefined;
-  return { first, stop: () => (stopped ??= consumer.disconnect()) };
+  return { first, stop };
 }
 
 interface Measurement {
@@ -296,6 +390,16 @@ interface Measurement {
   rssMedianMiB: number | undefined;
   /** VmHWM (MiB) at the end: the peak RSS of the whole run. */
   rssPeakMiB: number;
+  /** Busy CPU time of the whole machine between the first and the last record, % of cores × wall. */
+  machineBusyPercent: number;
+  /** The candidate process's CPU time over the same window, % of cores × wall (50 % = 1 of 2 cores). */
+  candidatePercent: number | undefined;
+  /** The broker's CPU time over the same window, % of cores × wall (undefined: its pid is unknown). */
+  brokerPercent: number | undefined;
+  /** compare.mts's own CPU time over the same window, % of cores × wall. */
+  driverPercent: number;
+  /** The broker's CPU seconds over the same window, per 1M records. */
+  brokerCpuSecondsPerMillion: number | undefined;
 }
 
 async function measure(name: string, input: string, round: number): Promise<Measurement> {
@@ -308,7 +412,7 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   const started = Date.now();
   const child: ChildProcess = spawn(command, commandArgs, {
     stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, BENCH_WORK: String(WORK) },
   });
   const pid = child.pid as number;
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
@@ -320,14 +424,21 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   const sampler = setInterval(() => {
     if (child.exitCode === null) samples.push(memoryMiB(pid).rss);
   }, 250);
+  const cpuSamples: CpuSample[] = [cpuSample(pid)];
+  const cpuSampler = setInterval(() => {
+    if (child.exitCode === null) cpuSamples.push(cpuSample(pid));
+  }, 100);
   try {
     const report = await new Promise<{ records: number; firstAt: number; lastAt: number }>(
       (resolve, reject) => {
         createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
           if (!line.startsWith('{"event":')) return;
           const event = JSON.parse(line);
-          if (event.event === "done") resolve(event);
-          else if (event.event === "checkpoint") firstCheckpointAt ??= event.at;
+          if (event.event === "done") {
+            clearInterval(cpuSampler);
+            cpuSamples.push(cpuSample(pid));
+            resolve(event);
+          } else if (event.event === "checkpoint") firstCheckpointAt ??= event.at;
           else if (event.event === "progress") {
             progress.set(event.reporter, event.records);
             const total = [...progress.values()].reduce((a, b) => a + b, 0);
@@ -340,6 +451,7 @@ async function measure(name: string, input: string, round: number): Promise<Meas
     );
     clearInterval(sampler);
     const memory = memoryMiB(pid);
+    const load = machineLoad(cpuSamples, report.firstAt, report.lastAt);
     const firstOutputAt = await Promise.race([
       firstOutput.first,
       new Promise<never>((_, reject) =>
@@ -364,9 +476,11 @@ async function measure(name: string, input: string, round: number): Promise<Meas
       rssEndMiB: rssAtEnd,
       rssMedianMiB: medianOf(samples),
       rssPeakMiB: memory.peak,
+      ...load,
     };
   } finally {
     clearInterval(sampler);
+    clearInterval(cpuSampler);
     await firstOutput.stop();
     if (child.exitCode === null) child.kill("SIGKILL");
     await rm(dir, { recursive: true, force: true });
@@ -382,12 +496,22 @@ const medianOf = (values: Array<number | undefined>) => {
 };
 const seconds = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(2));
 const mib = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(0));
+const percent = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(0));
+/** The busy % neither the candidate, the broker nor this driver used (other processes, interrupts). */
+const rest = (m: Measurement) =>
+  m.candidatePercent === undefined || m.brokerPercent === undefined
+    ? undefined
+    : Math.max(0, m.machineBusyPercent - m.candidatePercent - m.brokerPercent - m.driverPercent);
+const cpuPerMillion = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(1));
 
 const names = (args.candidates as string).split(",");
+if (WORK > 0 && names.some((name) => !name.startsWith("onceflow-"))) {
+  throw new Error("--work is implemented by the onceflow candidates only: leave the others out");
+}
 const input = await createTopic(`cmp-${run}-input`);
 await seed(input);
 console.log(
-  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}`,
+  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
 );
 const results = new Map<string, Measurement[]>(names.map((n) => [n, []]));
 for (let round = 0; round < ROUNDS; round++) {
@@ -396,7 +520,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, input, round);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}`,
+      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
     );
   }
 }
@@ -404,7 +528,7 @@ const reference = median(
   (results.get("onceflow-eos") ?? results.get(names[0] as string) ?? []).map((m) => m.recordsPerSecond),
 );
 console.log(
-  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak |\n|---|--:|--:|--:|--:|--:|--:|",
+  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak | machine CPU busy % | candidate CPU % | broker CPU % | broker CPU-s per 1M records |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
 );
 for (const [name, list] of results) {
   const rate = median(list.map((m) => m.recordsPerSecond));
@@ -414,7 +538,13 @@ for (const [name, list] of results) {
     mib(medianOf(list.map((m) => m.rssMedianMiB))),
     mib(median(list.map((m) => m.rssPeakMiB))),
   ];
+  const load = [
+    percent(median(list.map((m) => m.machineBusyPercent))),
+    percent(medianOf(list.map((m) => m.candidatePercent))),
+    percent(medianOf(list.map((m) => m.brokerPercent))),
+    cpuPerMillion(medianOf(list.map((m) => m.brokerCpuSecondsPerMillion))),
+  ];
   console.log(
-    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} |`,
+    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} | ${load.join(" | ")} |`,
   );
 }

@@ -1,14 +1,17 @@
 // onceflow KafkaSource → map → KafkaSink, checkpoints every second on the filesystem; bounded at
 // the latest offsets, so the job ends after its final checkpoint committed the last transaction.
 //   node onceflow-job.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> [parallelism]
-// With a parallelism above 1 every subtask runs in this one thread.
+// With a parallelism above 1 every subtask runs in this one thread. BENCH_WORK=<n> in the
+// environment gives the map n passes of CPU work per record (work.mjs).
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
 import { createReport, watchFirstCheckpoint } from "./report.mjs";
+import { work, workRounds } from "./work.mjs";
 
 const [brokerList, input, output, mode, directory, prefix, parallelism = "1"] = process.argv.slice(2);
 const brokers = brokerList.split(",");
 const report = createReport();
+const rounds = workRounds();
 const job = new Job({
   jobId: `bench-${prefix}`,
   parallelism: Number(parallelism),
@@ -29,7 +32,7 @@ job
   )
   .map((record) => {
     report.processed();
-    return record.value ?? Buffer.alloc(0);
+    return work(record.value ?? Buffer.alloc(0), rounds);
   })
   // A factory: each subtask gets its own sink instance (required at parallelism above 1).
   .sinkTo(

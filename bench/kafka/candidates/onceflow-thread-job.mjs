@@ -1,11 +1,13 @@
 // The job of the `onceflow-eos-threads` candidate, built in each worker thread by
 // runSubtasksInThreads (see onceflow-threads.mjs): KafkaSource → map → KafkaSink, the same as
-// onceflow-job.mjs, at BENCH_PARALLELISM. Each thread counts its own records and, when its job
-// ended, posts the count on a BroadcastChannel for the main thread to add up.
+// onceflow-job.mjs (BENCH_WORK passes of work per record too, work.mjs), at BENCH_PARALLELISM. Each
+// thread counts its own records and, when its job ended, posts the count on a BroadcastChannel for
+// the main thread to add up.
 import { threadId } from "node:worker_threads";
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
 import { createReport } from "./report.mjs";
+import { work, workRounds } from "./work.mjs";
 
 /** The channel the threads' counts go to. */
 export const REPORT_CHANNEL = "onceflow-bench-thread-report";
@@ -14,6 +16,7 @@ export function createJob(launch) {
   const env = process.env;
   const brokers = env.BENCH_BROKERS.split(",");
   const report = createReport();
+  const rounds = workRounds();
   const job = new Job({
     jobId: `bench-${env.BENCH_PREFIX}`,
     parallelism: Number(env.BENCH_PARALLELISM),
@@ -35,7 +38,7 @@ export function createJob(launch) {
     )
     .map((record) => {
       report.processed();
-      return record.value ?? Buffer.alloc(0);
+      return work(record.value ?? Buffer.alloc(0), rounds);
     })
     .sinkTo(
       new KafkaSink({
