@@ -67,6 +67,14 @@ interface PartitionState {
   inFlight: boolean;
 }
 
+/** A record that could not be deserialized: where it is, and the error, for the policy to handle. */
+class Undeserializable {
+  constructor(
+    readonly context: DeserializationContext,
+    readonly error: unknown,
+  ) {}
+}
+
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
 
@@ -233,7 +241,14 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
           break;
         }
         chunk.index++;
-        const record = await this.deserialize(state, raw);
+        // Synchronous on the happy path: an `await` per record was a promise and a microtask hop
+        // each. Only a record that cannot be deserialized waits (for its policy, perhaps the dead
+        // letter topic), still before the position moves past it.
+        const decoded = this.deserialize(state, raw);
+        const record =
+          decoded instanceof Undeserializable
+            ? await this.onDeserializationError(decoded.context, raw, decoded.error)
+            : decoded;
         state.nextOffset = raw.offset + 1n;
         if (record === undefined) continue;
         records.push(record);
@@ -257,10 +272,8 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     return { splitId: state.split.splitId, records, timestamps };
   }
 
-  private async deserialize(
-    state: PartitionState,
-    raw: RawRecord,
-  ): Promise<KafkaRecord<K, V, H> | undefined> {
+  /** The record, or what went wrong for {@link onDeserializationError} to handle. */
+  private deserialize(state: PartitionState, raw: RawRecord): KafkaRecord<K, V, H> | Undeserializable {
     const context: DeserializationContext = {
       topic: state.topic,
       partition: state.partition,
@@ -295,7 +308,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         headers,
       };
     } catch (error) {
-      return this.onDeserializationError(context, raw, error);
+      return new Undeserializable(context, error);
     }
   }
 
