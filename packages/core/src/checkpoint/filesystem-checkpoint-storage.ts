@@ -1,8 +1,18 @@
 import { randomBytes } from "node:crypto";
-import type { Dirent } from "node:fs";
-import { type FileHandle, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CheckpointError, ConfigurationError } from "../errors/onceflow-error.js";
+import {
+  type DirectoryHandle,
+  exists,
+  isCode,
+  mapConcurrently,
+  openDirectory,
+  readDirectories,
+  syncDirectory,
+  syncDirectoryHandle,
+  writeDurablyOpen,
+} from "../files/durable-files.js";
 import {
   assertCheckpointId,
   assertCheckpointName,
@@ -19,7 +29,8 @@ import type {
   ClaimIncarnationOptions,
   CompletedCheckpoint,
 } from "./checkpoint-storage.js";
-import { fencingScopeOf, supersededError } from "./incarnation.js";
+import { FileSystemIncarnations } from "./filesystem-incarnations.js";
+import { fencingScopeOf } from "./incarnation.js";
 
 /** The name of the metadata file in a checkpoint folder. */
 export const METADATA_FILE_NAME = "_metadata.json";
@@ -29,23 +40,8 @@ const TEMP_PREFIX = ".tmp-chk-";
 /** Prefix of a checkpoint being discarded; never listed, removed by `cleanupPartialCheckpoints`. */
 const DISCARD_PREFIX = ".discard-chk-";
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
-const INCARNATIONS_DIR = ".incarnations";
-const INCARNATION_SCOPE_FILE = "scope";
-const STAGING_DIR = "staging";
-
-interface IncarnationMarker {
-  readonly incarnation: number;
-  readonly scope: string;
-}
-
-function newestIncarnationOf(markers: readonly IncarnationMarker[], scope: string): number | undefined {
-  let newest: number | undefined;
-  for (const marker of markers) {
-    if (marker.scope === scope && (newest === undefined || marker.incarnation > newest))
-      newest = marker.incarnation;
-  }
-  return newest;
-}
+/** How many reads `list` runs at once (well below any open-files limit). */
+const LIST_CONCURRENCY = 16;
 const DEFAULT_STALE_AFTER_MS = 60_000;
 
 /**
@@ -161,8 +157,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   readonly root: string;
   readonly description: string;
   private readonly cleanedScopes = new Set<string>();
-  /** Which scope each incarnation runs: written once, so cached. */
-  private readonly incarnationScopes = new Map<string, string>();
+  private readonly incarnations: FileSystemIncarnations;
   private readonly corruptCheckpoints: "fail" | "skip";
 
   constructor(root: string, options: FileSystemCheckpointStorageOptions = {}) {
@@ -171,6 +166,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     }
     this.root = resolve(root);
     this.description = `filesystem:${this.root}`;
+    this.incarnations = new FileSystemIncarnations(this.root, this.description);
     this.corruptCheckpoints = options.corruptCheckpoints ?? "fail";
     if (this.corruptCheckpoints !== "fail" && this.corruptCheckpoints !== "skip") {
       throw new ConfigurationError(
@@ -206,14 +202,14 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         const staging =
           metadata.incarnation === undefined
             ? scopeDir
-            : await this.stagingOf(
+            : await this.incarnations.stagingOf(
                 metadata.jobId,
                 fencingScopeOf(metadata),
                 metadata.incarnation,
                 checkpointId,
               );
         return mkdtemp(join(staging, `${TEMP_PREFIX}${checkpointId}-`)).catch(async (error: unknown) => {
-          throw await this.fencedOr(metadata, error);
+          throw await this.incarnations.fencedOr(metadata, error);
         });
       };
       const [ready, , taken, temp] = await Promise.allSettled([
@@ -264,7 +260,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       } catch (error) {
         // Another writer got there between the check above and the rename.
         if (isCode(error, "ENOTEMPTY", "EEXIST")) throw failed(`already exists at ${finalDir}`, error);
-        throw await this.fencedOr(metadata, error);
+        throw await this.incarnations.fencedOr(metadata, error);
       }
       tempDir = undefined;
       await syncDirectoryHandle(scopeFolder);
@@ -272,7 +268,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true }).catch(() => {});
       if (error instanceof CheckpointError) throw error;
       // A write into a staging folder that a newer claim renamed away: fenced, not broken.
-      const fenced = await this.fencedOr(metadata, error);
+      const fenced = await this.incarnations.fencedOr(metadata, error);
       if (fenced instanceof CheckpointError) throw fenced;
       throw failed(`could not be written under ${scopeDir}: ${messageOf(error)}`, error);
     } finally {
@@ -293,7 +289,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       .map((entry) => entry.name)
       .filter((scope) => !scope.startsWith("."));
     const folders = (
-      await mapConcurrently(scopes, async (scope) => {
+      await mapConcurrently(scopes, LIST_CONCURRENCY, async (scope) => {
         const scopeDir = join(this.root, jobId, scope);
         return (await readDirectories(scopeDir)).flatMap((entry) => {
           const match = CHECKPOINT_DIR.exec(entry.name);
@@ -303,7 +299,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
         });
       })
     ).flat();
-    const read = await mapConcurrently(folders, async ({ scope, checkpointId, path }) => {
+    const read = await mapConcurrently(folders, LIST_CONCURRENCY, async ({ scope, checkpointId, path }) => {
       let metadata: CheckpointMetadata;
       try {
         metadata = await readMetadata(path, checkpointId);
@@ -447,170 +443,15 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   /**
    * Claims incarnation `n` by renaming a prepared folder (holding the scope's name and an empty
-   * `staging/`) to `.incarnations/<n>`: the rename fails when `n` is taken, so two claimers never get
-   * the same number. Then it checks that no newer claim of the scope won meanwhile, and fences every
-   * older incarnation of the scope by renaming its `staging/` away. See
+   * `staging/`) to `.incarnations/<n>`; see {@link FileSystemIncarnations.claim} and
    * {@link CheckpointStorage.claimIncarnation} for the contract.
    */
-  async claimIncarnation(
-    jobId: string,
-    scope: string,
-    options: ClaimIncarnationOptions = {},
-  ): Promise<number> {
-    assertCheckpointName("jobId", jobId);
-    assertCheckpointName("scope", scope);
-    const root = this.incarnationsDirectory(jobId);
-    await mkdir(root, { recursive: true });
-    for (;;) {
-      const markers = await this.readIncarnations(jobId);
-      const newestOfScope = newestIncarnationOf(markers, scope);
-      if (options.after !== undefined && newestOfScope !== options.after) {
-        throw supersededError({ jobId, scope }, newestOfScope ?? 0, options.after);
-      }
-      const incarnation = Math.max(0, ...markers.map((marker) => marker.incarnation)) + 1;
-      const prepared = await mkdtemp(join(root, ".claim-"));
-      await writeDurably(join(prepared, INCARNATION_SCOPE_FILE), Buffer.from(scope, "utf8"));
-      await mkdir(join(prepared, STAGING_DIR));
-      await syncDirectory(prepared);
-      try {
-        await rename(prepared, join(root, String(incarnation)));
-      } catch (error) {
-        await rm(prepared, { recursive: true, force: true });
-        if (isCode(error, "ENOTEMPTY", "EEXIST")) continue; // taken by a concurrent claim: next number
-        throw error;
-      }
-      await syncDirectory(root);
-      const now = await this.readIncarnations(jobId);
-      const rival = now.find(
-        (marker) =>
-          marker.scope === scope &&
-          (marker.incarnation > incarnation ||
-            (options.after !== undefined &&
-              marker.incarnation > options.after &&
-              marker.incarnation < incarnation)),
-      );
-      if (rival !== undefined) {
-        // A concurrent claim of the scope won: fence this one too and give way.
-        await this.fence(jobId, incarnation);
-        throw supersededError({ jobId, scope }, rival.incarnation, incarnation);
-      }
-      for (const marker of now) {
-        if (marker.scope !== scope || marker.incarnation >= incarnation) continue;
-        await this.fence(jobId, marker.incarnation);
-        // Fenced for good: its marker is no longer needed (numbers go on from the newest one).
-        // Renamed away first, so a crash while deleting never leaves a marker without its scope.
-        await this.removeMarker(jobId, marker.incarnation);
-      }
-      return incarnation;
-    }
+  claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
+    return this.incarnations.claim(jobId, scope, options);
   }
 
-  async claimedScopes(jobId: string): Promise<string[]> {
-    return [...new Set((await this.readIncarnations(jobId)).map((marker) => marker.scope))].sort();
-  }
-
-  private incarnationsDirectory(jobId: string): string {
-    assertCheckpointName("jobId", jobId);
-    return join(this.root, jobId, INCARNATIONS_DIR);
-  }
-
-  private async readIncarnations(jobId: string): Promise<IncarnationMarker[]> {
-    const root = this.incarnationsDirectory(jobId);
-    const markers: IncarnationMarker[] = [];
-    for (const entry of await readDirectories(root)) {
-      if (!/^\d+$/.test(entry.name)) continue;
-      const incarnation = Number(entry.name);
-      const key = `${jobId}/${incarnation}`;
-      let scope = this.incarnationScopes.get(key);
-      if (scope === undefined) {
-        // Written before the marker's rename, so a marker always has it — unless an older
-        // version's delete was interrupted: then the number stays taken, with no scope.
-        scope = await readFile(join(root, entry.name, INCARNATION_SCOPE_FILE), "utf8").catch(
-          (error: unknown) => {
-            if (isCode(error, "ENOENT")) return undefined;
-            throw error;
-          },
-        );
-        if (scope !== undefined) this.incarnationScopes.set(key, scope);
-      }
-      markers.push({ incarnation, scope: scope ?? "" });
-    }
-    return markers;
-  }
-
-  private async removeMarker(jobId: string, incarnation: number): Promise<void> {
-    const root = this.incarnationsDirectory(jobId);
-    const doomed = join(root, `.removed-${incarnation}-${randomBytes(6).toString("hex")}`);
-    try {
-      await rename(join(root, String(incarnation)), doomed);
-    } catch (error) {
-      if (isCode(error, "ENOENT")) return; // removed by a concurrent claim
-      throw error;
-    }
-    await rm(doomed, { recursive: true, force: true }).catch(() => {});
-  }
-
-  /** Renames an incarnation's `staging/` away (atomic: its writer's next rename fails), then deletes it. */
-  private async fence(jobId: string, incarnation: number): Promise<void> {
-    const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
-    const fenced = join(marker, `fenced-${randomBytes(6).toString("hex")}`);
-    try {
-      await rename(join(marker, STAGING_DIR), fenced);
-    } catch (error) {
-      if (isCode(error, "ENOENT")) return; // fenced before
-      throw error;
-    }
-    await syncDirectory(marker);
-    await rm(fenced, { recursive: true, force: true }).catch(() => {});
-  }
-
-  /** Where incarnation `incarnation` writes; a `SUPERSEDED` error once it has been fenced. */
-  private async stagingOf(
-    jobId: string,
-    scope: string,
-    incarnation: number,
-    checkpointId: number,
-  ): Promise<string> {
-    const marker = join(this.incarnationsDirectory(jobId), String(incarnation));
-    // Known already (claimed or read by this storage, and a marker's scope never changes): its
-    // staging folder is used without reading the marker again. When a newer claim fenced it since,
-    // the folder is gone and the first write into it fails, reported as SUPERSEDED (`fencedOr`).
-    if (this.incarnationScopes.get(`${jobId}/${incarnation}`) === scope) return join(marker, STAGING_DIR);
-    const owner = await readFile(join(marker, INCARNATION_SCOPE_FILE), "utf8").catch(() => undefined);
-    if (owner === undefined) {
-      // Its marker is gone: removed after a newer claim fenced it, or never made.
-      const newest = newestIncarnationOf(await this.readIncarnations(jobId), scope);
-      if (newest !== undefined && newest > incarnation) {
-        throw supersededError({ jobId, scope, checkpointId, incarnation }, newest);
-      }
-      throw new CheckpointError(
-        "CHECKPOINT_FAILED",
-        `${describeCheckpoint({ jobId, scope, checkpointId })}: incarnation ${incarnation} was never claimed in ${this.description}; claim it with claimIncarnation first`,
-        { checkpointId },
-      );
-    }
-    if (owner !== scope) {
-      throw new CheckpointError(
-        "CHECKPOINT_FAILED",
-        `${describeCheckpoint({ jobId, scope, checkpointId })}: incarnation ${incarnation} belongs to scope '${owner}'`,
-        { checkpointId },
-      );
-    }
-    return join(marker, STAGING_DIR);
-  }
-
-  /** A write that failed because the incarnation's staging folder is gone was fenced: say so. */
-  private async fencedOr(metadata: CheckpointMetadata, error: unknown): Promise<unknown> {
-    if (metadata.incarnation === undefined || !isCode(error, "ENOENT")) return error;
-    const staging = join(
-      this.incarnationsDirectory(metadata.jobId),
-      String(metadata.incarnation),
-      STAGING_DIR,
-    );
-    if (await exists(staging)) return error;
-    const fencing = fencingScopeOf(metadata);
-    const newest = newestIncarnationOf(await this.readIncarnations(metadata.jobId), fencing);
-    return supersededError({ ...metadata, scope: fencing }, newest ?? metadata.incarnation);
+  claimedScopes(jobId: string): Promise<string[]> {
+    return this.incarnations.claimedScopes(jobId);
   }
 
   private scopeDirectory(jobId: string, scope: string): string {
@@ -715,115 +556,6 @@ async function readMetadata(checkpointDir: string, checkpointId: number): Promis
   return parseCheckpointMetadata(
     await readFile(join(checkpointDir, METADATA_FILE_NAME), "utf8"),
     checkpointId,
-  );
-}
-
-/** An open folder to fsync, or `undefined` on Windows (which cannot open one; its renames are durable without it). */
-type DirectoryHandle = FileHandle | undefined;
-
-async function openDirectory(path: string): Promise<DirectoryHandle> {
-  try {
-    return await open(path, "r");
-  } catch (error) {
-    if (process.platform === "win32") return undefined;
-    throw error;
-  }
-}
-
-/** fsync an opened folder (see {@link syncDirectory}); the caller closes it. */
-async function syncDirectoryHandle(handle: DirectoryHandle): Promise<void> {
-  try {
-    await handle?.sync();
-  } catch (error) {
-    if (process.platform !== "win32") throw error;
-  }
-}
-
-async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
-  const handle = await writeDurablyOpen(path, bytes);
-  await handle.close();
-}
-
-/**
- * Writes a new file and fsyncs it; returns it still open, for the caller to close (side by side
- * with its next step: each awaited file operation costs a turn of the event loop).
- */
-async function writeDurablyOpen(path: string, bytes: Uint8Array): Promise<FileHandle> {
-  const handle = await open(path, "wx");
-  try {
-    await handle.writeFile(bytes);
-    await handle.sync();
-  } catch (error) {
-    await handle.close().catch(() => {});
-    throw error;
-  }
-  return handle;
-}
-
-/** fsync a folder so the names created, renamed or removed in it survive a power loss. */
-async function syncDirectory(path: string): Promise<void> {
-  let handle: Awaited<ReturnType<typeof open>> | undefined;
-  try {
-    handle = await open(path, "r");
-    await handle.sync();
-  } catch (error) {
-    // Windows cannot open or fsync a folder; its renames are durable without it.
-    if (process.platform !== "win32") throw error;
-  } finally {
-    await handle?.close();
-  }
-}
-
-/** How many reads `list` runs at once (well below any open-files limit). */
-const LIST_CONCURRENCY = 16;
-
-/**
- * `items.map(fn)`, at most `LIST_CONCURRENCY` at a time, results in the order of `items`. Rejects
- * with the first error once every call started has settled.
- */
-async function mapConcurrently<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++;
-      try {
-        results[index] = await fn(items[index]!);
-      } catch (error) {
-        next = items.length; // start no more
-        throw error;
-      }
-    }
-  };
-  const workers = Array.from({ length: Math.min(LIST_CONCURRENCY, items.length) }, worker);
-  const settled = await Promise.allSettled(workers);
-  const failure = settled.find((result) => result.status === "rejected");
-  if (failure !== undefined) throw failure.reason;
-  return results;
-}
-
-async function readDirectories(path: string): Promise<Dirent[]> {
-  try {
-    return (await readdir(path, { withFileTypes: true })).filter((entry) => entry.isDirectory());
-  } catch (error) {
-    if (isCode(error, "ENOENT", "ENOTDIR")) return [];
-    throw error;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if (isCode(error, "ENOENT", "ENOTDIR")) return false;
-    throw error;
-  }
-}
-
-function isCode(error: unknown, ...codes: string[]): boolean {
-  return (
-    typeof error === "object" && error !== null && codes.includes(String((error as { code?: unknown }).code))
   );
 }
 

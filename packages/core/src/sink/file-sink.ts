@@ -3,6 +3,7 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink }
 import { join, resolve } from "node:path";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import { exists, isCode, syncDirectory } from "../files/durable-files.js";
 import { jsonSerializer } from "../state/serializer.js";
 import type { SinkContext } from "./sink.js";
 import type { CommitErrorClassification, CommitRetryOptions } from "./two-phase-commit-options.js";
@@ -212,7 +213,7 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
     try {
       await rename(staging, target);
     } catch (error) {
-      if (!isErrorCode(error, "ENOENT")) throw error;
+      if (!isCode(error, "ENOENT")) throw error;
       if (await exists(target)) return; // committed before (a crash came between rename and notification)
       throw new MissingStagingFileError(
         `neither the staging file ${staging} nor the committed file ${target} exists: the ${transaction.recordCount} records of this transaction are gone (was the .staging folder cleaned by hand, or does another sink or job use the prefix '${this.filePrefix}' in this directory?)`,
@@ -244,7 +245,7 @@ export class FileSink<IN> extends TwoPhaseCommitSink<IN, FileTransaction> {
     try {
       names = await readdir(this.stagingDirectory);
     } catch (error) {
-      if (isErrorCode(error, "ENOENT")) return;
+      if (isCode(error, "ENOENT")) return;
       throw error;
     }
     const deleted: string[] = [];
@@ -370,7 +371,7 @@ export async function readCommittedFiles<T = unknown>(
   try {
     names = await readdir(directory);
   } catch (error) {
-    if (isErrorCode(error, "ENOENT")) return [];
+    if (isCode(error, "ENOENT")) return [];
     throw error;
   }
   const files: Array<{ name: string; checkpointId: number; subtaskIndex: number }> = [];
@@ -404,35 +405,10 @@ async function writeFully(handle: FileHandle, data: Buffer): Promise<void> {
   }
 }
 
-async function syncDirectory(path: string): Promise<void> {
-  // Windows cannot open a directory for fsync; NTFS journals the rename itself.
-  if (process.platform === "win32") return;
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 async function unlinkIfExists(path: string): Promise<void> {
   try {
     await unlink(path);
   } catch (error) {
-    if (!isErrorCode(error, "ENOENT")) throw error;
+    if (!isCode(error, "ENOENT")) throw error;
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if (isErrorCode(error, "ENOENT")) return false;
-    throw error;
-  }
-}
-
-function isErrorCode(error: unknown, code: string): boolean {
-  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === code;
 }
