@@ -1,7 +1,12 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { Deserializers, type KafkaPartitionSplit, KafkaSource } from "@onceflow/connector-kafka";
+import {
+  type DeserializationContext,
+  Deserializers,
+  type KafkaPartitionSplit,
+  KafkaSource,
+} from "@onceflow/connector-kafka";
 import { DeserializationError, MetricNames } from "@onceflow/core";
 import { ensureKafkaJars, resolveKafkaVersion } from "@onceflow/testkit";
 import { describe, expect, it } from "vitest";
@@ -577,6 +582,32 @@ describe("KafkaSource deserialization", () => {
       expect(error).toBeInstanceOf(DeserializationError);
       expect((error as DeserializationError).code).toBe("DESERIALIZATION_FAILED");
       expect((error as Error).message).toContain(`topic '${topic}' partition 0 offset 1`);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("gives a deserializer of its own a context per record, which it may keep", async () => {
+    const topic = await badTopic();
+    const kept: DeserializationContext[] = [];
+    const source = new KafkaSource({
+      brokers: kafkaBrokers(),
+      topics: [topic],
+      startingOffsets: "earliest",
+      value: {
+        deserialize: (bytes: Buffer, context: DeserializationContext) => {
+          kept.push(context);
+          return bytes.toString("utf8");
+        },
+      },
+    });
+    const { reader } = await openReader(source);
+    try {
+      const records = await pollRecords(reader, 3);
+      expect(records.map((r) => r.offset)).toEqual(["0", "1", "2"]);
+      expect(kept.map((c) => ({ ...c }))).toEqual(
+        ["0", "1", "2"].map((offset) => ({ topic, partition: 0, offset })),
+      );
     } finally {
       await reader.close();
     }

@@ -11,10 +11,13 @@ import type { Admin, Kafka, Producer } from "kafkajs";
 import {
   type FetchedPartition,
   KafkaConnection,
+  NO_HEADERS,
+  offsetAfter,
   offsetOutOfRange,
+  type RawOffset,
   type RawRecord,
 } from "../internal/kafkajs/internals.js";
-import type { DeserializationContext, Deserializer } from "./deserializer.js";
+import { type DeserializationContext, type Deserializer, ignoresContext } from "./deserializer.js";
 import { type KafkaPartitionSplit, splitIdOf } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
 import type {
@@ -65,6 +68,8 @@ interface PartitionState {
   readonly stoppingOffset: bigint | undefined;
   readonly chunks: Chunk[];
   inFlight: boolean;
+  /** Given to deserializers that never read it (the built-in ones); its offset is not set. */
+  readonly context: DeserializationContext;
 }
 
 /** A record that could not be deserialized: where it is, and the error, for the policy to handle. */
@@ -124,6 +129,8 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private checkpointingSeen = false;
   private autoCommitTimer: NodeJS.Timeout | undefined;
   private lastAutoCommitted = "";
+  /** Whether a deserializer may read the context: else one is made only for a record that fails. */
+  private readonly needsContext: boolean;
 
   /** @internal Readers come from {@link KafkaSource.createReader}. */
   constructor(
@@ -131,6 +138,11 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     context: SourceReaderContext,
   ) {
     this.connection = new KafkaConnection(config.kafka, { readCommitted: config.readCommitted });
+    this.needsContext = !(
+      ignoresContext(config.key) &&
+      ignoresContext(config.value) &&
+      ignoresContext(config.headers)
+    );
     this.admin = config.kafka.admin();
     this.resolver = new OffsetsResolver(this.admin, config.groupId);
     this.logger = context.logger.child({ source: "kafka", subtask: context.subtaskIndex });
@@ -202,6 +214,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         stoppingOffset: stop,
         chunks: [],
         inFlight: false,
+        context: Object.freeze({ topic: split.topic, partition: split.partition, offset: "" }),
       });
       this.logger.debug(
         { topic: split.topic, partition: split.partition, offset: String(start), stop: stop?.toString() },
@@ -230,13 +243,26 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private async take(state: PartitionState): Promise<SourceBatch<KafkaRecord<K, V, H>> | undefined> {
     const records: KafkaRecord<K, V, H>[] = [];
     const timestamps: number[] = [];
+    const maxBatchSize = this.config.maxBatchSize;
+    const stoppingOffset = state.stoppingOffset;
+    // The stopping offset as a number, for number offsets: exact up to 2^53, and any larger one
+    // (rounded to 2^53 or more) still above every number offset.
+    const stopNumber = stoppingOffset === undefined ? Infinity : Number(stoppingOffset);
+    // The last record handed out (or skipped) whose offset `state.nextOffset` does not have yet:
+    // moved once per chunk, not with a bigint per record, and always before an `await`.
+    let last: RawOffset | undefined;
     let freed = 0;
-    while (records.length < this.config.maxBatchSize) {
+    while (records.length < maxBatchSize) {
       const chunk = state.chunks[0];
       if (chunk === undefined) break;
-      while (chunk.index < chunk.records.length && records.length < this.config.maxBatchSize) {
+      while (chunk.index < chunk.records.length && records.length < maxBatchSize) {
         const raw = chunk.records[chunk.index] as RawRecord;
-        if (state.stoppingOffset !== undefined && raw.offset >= state.stoppingOffset) {
+        const offset = raw.offset;
+        if (
+          typeof offset === "number"
+            ? offset >= stopNumber
+            : stoppingOffset !== undefined && offset >= stoppingOffset
+        ) {
           chunk.index = chunk.records.length;
           break;
         }
@@ -245,15 +271,19 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         // each. Only a record that cannot be deserialized waits (for its policy, perhaps the dead
         // letter topic), still before the position moves past it.
         const decoded = this.deserialize(state, raw);
-        const record =
-          decoded instanceof Undeserializable
-            ? await this.onDeserializationError(decoded.context, raw, decoded.error)
-            : decoded;
-        state.nextOffset = raw.offset + 1n;
-        if (record === undefined) continue;
-        records.push(record);
+        if (decoded instanceof Undeserializable) {
+          if (last !== undefined) state.nextOffset = offsetAfter(last);
+          last = undefined;
+          await this.onDeserializationError(decoded.context, raw, decoded.error);
+          state.nextOffset = offsetAfter(offset);
+          continue;
+        }
+        last = offset;
+        records.push(decoded);
         timestamps.push(raw.timestamp);
       }
+      if (last !== undefined) state.nextOffset = offsetAfter(last);
+      last = undefined;
       if (chunk.index < chunk.records.length) break;
       state.chunks.shift();
       freed += chunk.bytes;
@@ -274,41 +304,55 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
 
   /** The record, or what went wrong for {@link onDeserializationError} to handle. */
   private deserialize(state: PartitionState, raw: RawRecord): KafkaRecord<K, V, H> | Undeserializable {
-    const context: DeserializationContext = {
-      topic: state.topic,
-      partition: state.partition,
-      offset: raw.offset.toString(),
-    };
+    const offset = String(raw.offset);
+    // A fresh context per record where a deserializer may read (and keep) it; the built-in ones
+    // never do, so they get the partition's (its offset unset) and a failure gets its own below.
+    const context: DeserializationContext = this.needsContext
+      ? { topic: state.topic, partition: state.partition, offset }
+      : state.context;
     try {
       const headers: Record<string, H | null | Array<H | null>> = {};
-      const header = (bytes: Buffer | null): H | null =>
-        bytes === null ? null : this.config.headers.deserialize(bytes, context);
-      for (const [name, value] of Object.entries(raw.headers)) {
-        if (value === undefined) continue;
-        const decoded = Array.isArray(value) ? value.map(header) : header(value);
-        // An assignment to `__proto__` would set the prototype instead of a header.
-        if (name === "__proto__") {
-          Object.defineProperty(headers, name, {
-            value: decoded,
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        } else {
-          headers[name] = decoded;
-        }
-      }
+      if (raw.headers !== NO_HEADERS) this.deserializeHeaders(raw.headers, context, headers);
+      const { key, value } = this.config;
       return {
         topic: state.topic,
         partition: state.partition,
-        offset: context.offset,
+        offset,
         timestamp: raw.timestamp,
-        key: raw.key === null ? null : this.config.key.deserialize(raw.key, context),
-        value: raw.value === null ? null : this.config.value.deserialize(raw.value, context),
+        key: raw.key === null ? null : key.deserialize(raw.key, context),
+        value: raw.value === null ? null : value.deserialize(raw.value, context),
         headers,
       };
     } catch (error) {
-      return new Undeserializable(context, error);
+      return new Undeserializable(
+        this.needsContext ? context : { topic: state.topic, partition: state.partition, offset },
+        error,
+      );
+    }
+  }
+
+  /** Deserializes `raw` headers into `headers` (a throw is the record's deserialization error). */
+  private deserializeHeaders(
+    raw: RawRecord["headers"],
+    context: DeserializationContext,
+    headers: Record<string, H | null | Array<H | null>>,
+  ): void {
+    const header = (bytes: Buffer | null): H | null =>
+      bytes === null ? null : this.config.headers.deserialize(bytes, context);
+    for (const [name, value] of Object.entries(raw)) {
+      if (value === undefined) continue;
+      const decoded = Array.isArray(value) ? value.map(header) : header(value);
+      // An assignment to `__proto__` would set the prototype instead of a header.
+      if (name === "__proto__") {
+        Object.defineProperty(headers, name, {
+          value: decoded,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      } else {
+        headers[name] = decoded;
+      }
     }
   }
 

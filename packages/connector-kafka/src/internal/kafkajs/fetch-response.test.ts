@@ -106,7 +106,7 @@ describe("decodeFetchV11", () => {
       ["orders", 1, [], 4n, 0n],
       ["é-topic", 0, ["plain"], 7n, 7n],
     ]);
-    expect(fetched[0]?.records.map((r) => r.offset)).toEqual([1n, 2n]);
+    expect(fetched[0]?.records.map((r) => r.offset)).toEqual([1, 2]);
     expect(fetched[0]?.records[0]?.timestamp).toBe(1_700_000_000_000);
   });
 });

@@ -3,7 +3,12 @@
  * here straight from the response buffer, its record sets by the lean `record-batch-decoder`; an
  * older version negotiated by kafkajs keeps kafkajs's decoder, whose output is converted below.
  */
-import { type AbortedTransaction, decodeRecordSet, type RawRecord } from "./record-batch-decoder.js";
+import {
+  type AbortedTransaction,
+  decodeRecordSet,
+  type RawRecord,
+  rawOffset,
+} from "./record-batch-decoder.js";
 
 /** What one partition returned in a Fetch. */
 export interface FetchedPartition {
@@ -204,7 +209,7 @@ export function recordsFromKafkajs(
   }
   const records = withoutAborted(within, abortedTransactions).map(
     (m): RawRecord => ({
-      offset: BigInt(m.offset),
+      offset: rawOffset(BigInt(m.offset)),
       timestamp: Number(m.timestamp),
       key: m.key,
       value: m.value,

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { crc32c } from "./crc32c.js";
 import { type DecodedMessage, recordsFromKafkajs } from "./fetch-response.js";
-import { decodeRecordSet, type RawRecord } from "./record-batch-decoder.js";
+import { decodeRecordSet, offsetAfter, type RawRecord, rawOffset } from "./record-batch-decoder.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
 
 // The reference: kafkajs's record batch decoder plus the conversion onceflow did before the lean one.
@@ -291,7 +291,12 @@ describe("decodeRecordSet", () => {
           }),
           { minLength: 1, maxLength: 20 },
         ),
-        fc.bigInt({ min: 0n, max: 2n ** 62n }),
+        // Small, huge, and across 2^53 (numbers below it, bigints from it on).
+        fc.oneof(
+          fc.bigInt({ min: 0n, max: 2n ** 31n }),
+          fc.bigInt({ min: 0n, max: 2n ** 62n }),
+          fc.bigInt({ min: 2n ** 53n - 25n, max: 2n ** 53n + 5n }),
+        ),
         async (records, baseOffset) => {
           const batch = encodeRecordBatch(records, 0, {
             producerId: 7n,
@@ -310,7 +315,11 @@ describe("decodeRecordSet", () => {
           expect(batchesEnd).toBe(baseOffset + BigInt(records.length));
           expect(got).toEqual(
             records.map((r, i) => ({
-              offset: baseOffset + BigInt(i),
+              // A number where exact (the base offset goes up to 2^62 here), else a bigint.
+              offset:
+                baseOffset + BigInt(i) <= BigInt(Number.MAX_SAFE_INTEGER)
+                  ? Number(baseOffset + BigInt(i))
+                  : baseOffset + BigInt(i),
               timestamp: r.timestamp,
               key: r.key === null ? null : Buffer.from(r.key),
               value: r.value === null ? null : Buffer.from(r.value),
@@ -452,11 +461,21 @@ describe("decodeRecordSet", () => {
     expect(
       records.map((r) => [r.offset, r.timestamp, r.key?.toString(), r.value?.toString(), r.headers]),
     ).toEqual([
-      [11n, 1001, "k1", "m11", {}],
-      [12n, 1002, "k2", "m12", {}],
-      [13n, 2000, undefined, "b13", {}],
+      [11, 1001, "k1", "m11", {}],
+      [12, 1002, "k2", "m12", {}],
+      [13, 2000, undefined, "b13", {}],
     ]);
     expect(batchesEnd).toBe(14n);
+  });
+
+  it("holds offsets as numbers where exact, and one past them as bigints", () => {
+    expect(rawOffset(0n)).toBe(0);
+    expect(rawOffset(BigInt(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);
+    expect(rawOffset(2n ** 53n)).toBe(2n ** 53n);
+    expect(rawOffset(-1n)).toBe(-1n);
+    expect(offsetAfter(41)).toBe(42n);
+    expect(offsetAfter(Number.MAX_SAFE_INTEGER)).toBe(2n ** 53n);
+    expect(offsetAfter(2n ** 53n)).toBe(2n ** 53n + 1n);
   });
 
   it("refuses a batch whose CRC-32C does not match", async () => {

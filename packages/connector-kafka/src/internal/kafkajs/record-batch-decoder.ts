@@ -44,12 +44,20 @@ const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder
   size: number,
 ) => Promise<Array<{ offset: string; timestamp?: string; key: Buffer | null; value: Buffer | null }>>;
 
+/**
+ * A record's offset as a {@link RawRecord} holds it: a number when exact (from 0 to 2^53 - 1, every
+ * offset in practice: no bigint to allocate per record), else a bigint. `String(offset)` is its
+ * decimal form either way; compare it with a bigint directly, or see {@link offsetAfter}.
+ */
+export type RawOffset = number | bigint;
+
 /** A record as read from a partition, before deserialization. */
 export interface RawRecord {
-  offset: bigint;
+  offset: RawOffset;
   timestamp: number;
   key: Buffer | null;
   value: Buffer | null;
+  /** {@link NO_HEADERS} (shared, frozen) when the record has none. */
   headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
 }
 
@@ -81,7 +89,32 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TWO_POW_32 = 4294967296;
 
 /** Shared by every record without headers; frozen, so no reader can change another's. */
-const NO_HEADERS: Record<string, Buffer | null | Array<Buffer | null>> = Object.freeze({});
+export const NO_HEADERS: Readonly<Record<string, Buffer | null | Array<Buffer | null>>> = Object.freeze({});
+
+/**
+ * `offset` as a {@link RawOffset}: a number when exact, else the bigint itself.
+ *
+ * @example
+ * ```ts
+ * rawOffset(42n); // 42
+ * rawOffset(2n ** 60n); // 1152921504606846976n
+ * ```
+ */
+export function rawOffset(offset: bigint): RawOffset {
+  return offset >= 0n && offset <= MAX_SAFE ? Number(offset) : offset;
+}
+
+/**
+ * The offset after `offset`, as a bigint (a partition's position).
+ *
+ * @example
+ * ```ts
+ * offsetAfter(41); // 42n
+ * ```
+ */
+export function offsetAfter(offset: RawOffset): bigint {
+  return typeof offset === "number" ? BigInt(offset + 1) : offset + 1n;
+}
 
 /**
  * Decodes one partition's record set (the `records` bytes of a Fetch response partition): checks
@@ -241,11 +274,13 @@ function decodeRecords(
     }
     at = recordEnd;
     if (offsetDelta < batch.minOffsetDelta) continue;
+    // A number where exact (a corrupt delta past the last one may not be): no bigint per record.
+    const offset = batch.baseNumber + offsetDelta;
     out.push({
       offset:
-        batch.baseNumber >= 0
-          ? BigInt(batch.baseNumber + offsetDelta)
-          : batch.baseOffset + BigInt(offsetDelta),
+        batch.baseNumber >= 0 && offset >= 0 && offset <= Number.MAX_SAFE_INTEGER
+          ? offset
+          : rawOffset(batch.baseOffset + BigInt(offsetDelta)),
       timestamp: batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
       key,
       value,
@@ -376,7 +411,7 @@ class AbortedFilter {
   }
 
   /** Whether a transaction not yet entered starts at or before `offset`. */
-  startsBy(offset: bigint): boolean {
+  startsBy(offset: RawOffset): boolean {
     return (
       this.next < this.upcoming.length &&
       (this.upcoming[this.next] as AbortedTransaction).firstOffset <= offset
@@ -384,7 +419,7 @@ class AbortedFilter {
   }
 
   /** Enters every transaction that starts at or before `offset`. */
-  advance(offset: bigint): void {
+  advance(offset: RawOffset): void {
     while (this.startsBy(offset)) {
       this.producers.add((this.upcoming[this.next] as AbortedTransaction).producerId);
       this.next++;
@@ -407,7 +442,7 @@ async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RawRec
     const offset = BigInt(message.offset);
     if (offset < fetchOffset) continue;
     out.push({
-      offset,
+      offset: rawOffset(offset),
       timestamp: Number(message.timestamp ?? -1),
       key: message.key,
       value: message.value,
