@@ -15,8 +15,11 @@ export interface SentRows {
   readonly table: string;
   /** The written columns, in the order of each row's values. */
   readonly columns: readonly string[];
-  /** The rows of the failed COPY, in the order sent; absent when the statement was not a COPY. */
-  readonly rows?: readonly (readonly unknown[])[];
+  /**
+   * Row N (1-based) of the failed COPY, in `columns` order; absent when the statement was not a
+   * COPY. The sink reads it back from the COPY text it sent.
+   */
+  readonly rowAt?: (line: number) => readonly unknown[] | undefined;
 }
 
 /** Longest text kept of one value in an error's `details.row`. */
@@ -34,7 +37,7 @@ const VALUE_CHARS = 80;
  *
  * @example
  * ```ts
- * catch (error) { throw asPermanentError(error, "connection", { table: target.sql, columns, rows }); }
+ * catch (error) { throw asPermanentError(error, "connection", { table: target.sql, columns, rowAt }); }
  * ```
  */
 export function asPermanentError(error: unknown, setting: string, sent?: SentRows): unknown {
@@ -111,7 +114,7 @@ export function asConfigurationProblem(
  *
  * @example
  * ```ts
- * const rejected = asRecordRejected(error, { table: '"public"."orders"', columns: ["id", "total"], rows });
+ * const rejected = asRecordRejected(error, { table: '"public"."orders"', columns: ["id", "total"], rowAt: (line) => rows[line - 1] });
  * rejected?.details.batchRow; // 3
  * ```
  */
@@ -125,7 +128,7 @@ export function asRecordRejected(error: unknown, sent: SentRows): PostgresRecord
     errorField(error, "column") ?? (where === undefined ? undefined : /\bcolumn ([^:,]+):/.exec(where)?.[1]);
   const constraint = errorField(error, "constraint");
   const serverDetail = errorField(error, "detail");
-  const values = batchRow === undefined ? undefined : sent.rows?.[batchRow - 1];
+  const values = batchRow === undefined ? undefined : sent.rowAt?.(batchRow);
   const row = values === undefined ? undefined : shortenRow(sent.columns, values);
   const details: RejectedRowDetails = {
     sqlState: state,

@@ -78,7 +78,11 @@ export type RejectedRowDetails = {
   readonly constraint?: string;
   /** The row's 1-based position in the batch sent (COPY's "line N"), when known. */
   readonly batchRow?: number;
-  /** The row's values as the sink sent them (long values shortened), when known. */
+  /**
+   * The row's values as the sink sent them, read back from its COPY text (numbers for numeric
+   * columns, booleans for boolean ones, `<n bytes>` for bytea, text otherwise; long values
+   * shortened), when known.
+   */
   readonly row?: Readonly<Record<string, unknown>>;
   /** PostgreSQL's own description of the row (its `DETAIL`), when there is one. */
   readonly serverDetail?: string;

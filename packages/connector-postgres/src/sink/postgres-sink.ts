@@ -9,7 +9,7 @@ import {
   type TypeSerializer,
 } from "@onceflow/core";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
-import { encodeCopyText } from "../sql/copy-writer.js";
+import { CopyTextBuffer } from "../sql/copy-buffer.js";
 import { shortHash } from "../sql/identifiers.js";
 import { isTransient, SqlState, sqlState } from "../sql/pg-errors.js";
 import { withClient } from "../sql/pool.js";
@@ -23,6 +23,7 @@ import {
   SEQ_COLUMN,
   type SinkMode,
   type SinkSetup,
+  type TargetTable,
 } from "./sink-mode.js";
 import { startSinkSetup } from "./sink-setup.js";
 import { StagingMode, stageTableName } from "./staging-mode.js";
@@ -30,6 +31,11 @@ import { StagingMode, stageTableName } from "./staging-mode.js";
 export type { PostgresTransaction } from "./sink-mode.js";
 
 const SINK_ID = /^[A-Za-z0-9_.:]{1,150}$/;
+
+/** COPY buffers kept for reuse per sink: one batch is collected while one is in flight. */
+const SPARE_BUFFERS = 2;
+/** A buffer grown beyond this (huge rows) is left to the garbage collector instead of kept. */
+const SPARE_BUFFER_BYTES = 16 * 1024 * 1024;
 
 /** Who runs a `sinkId/subtask` in this process: an attempt of one job. */
 interface SinkClaim {
@@ -141,6 +147,8 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   private attemptPromise: Promise<Attempt> | undefined;
   private attempt: Attempt | undefined;
   private sequence = 0;
+  /** Emptied COPY buffers of sent batches, reused for the next ones (no new memory per batch). */
+  private readonly spareBuffers: CopyTextBuffer[] = [];
 
   constructor(options: PostgresSinkOptions<IN>) {
     super({
@@ -202,14 +210,14 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     };
     if (setup.mode === "staging")
       txn.stageTable = stageTableName(setup.sinkId, setup.subtask, setup.epoch, sequence);
-    this.handles.set(txn, { buffer: [], stageCreated: false, nextSeq: 0 });
+    this.handles.set(txn, { records: [], copy: undefined, stageCreated: false, nextSeq: 0 });
     return txn;
   }
 
   protected override async invoke(txn: PostgresTransaction, value: IN): Promise<void> {
     const handle = this.handleOf(txn);
-    handle.buffer.push(this.rowOf(value));
-    if (handle.buffer.length >= this.batchSize) await this.flush(txn, handle);
+    const target = (this.attempt ?? (await this.ready())).setup.target;
+    if (this.append(handle, target, value) >= this.batchSize) await this.flush(txn, handle);
   }
 
   protected override async invokeBatch(
@@ -218,9 +226,9 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     _context: SinkContext,
   ): Promise<void> {
     const handle = this.handleOf(txn);
+    const target = (this.attempt ?? (await this.ready())).setup.target;
     for (const value of values) {
-      handle.buffer.push(this.rowOf(value));
-      if (handle.buffer.length >= this.batchSize) await this.flush(txn, handle);
+      if (this.append(handle, target, value) >= this.batchSize) await this.flush(txn, handle);
     }
   }
 
@@ -252,7 +260,10 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     const attempt = await this.ready();
     const handle = this.handles.get(txn);
     if (handle !== undefined) {
-      handle.buffer = [];
+      handle.records = [];
+      // Never sent: its memory can serve the next transaction.
+      if (handle.copy !== undefined) this.recycle(handle.copy);
+      handle.copy = undefined;
       await this.settle(handle).catch(() => undefined);
     }
     await this.modeOf(attempt, txn).abort(txn, handle);
@@ -438,6 +449,29 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     return handle;
   }
 
+  /**
+   * Adds one record to the open batch: as COPY text for a table write (the row objects are garbage
+   * right away), as it is for a custom write.
+   *
+   * @returns how many rows the batch holds now.
+   */
+  private append(handle: OpenHandle, target: TargetTable | undefined, value: IN): number {
+    const row = this.rowOf(value);
+    if (target === undefined) return handle.records.push(row);
+    let copy = handle.copy;
+    if (copy === undefined) {
+      copy = this.spareBuffers.pop() ?? new CopyTextBuffer();
+      handle.copy = copy;
+    }
+    if (target.upsert === undefined) copy.appendRow(row as readonly unknown[], target.encodings);
+    else {
+      // Upserts numbered, so the last record of a key wins.
+      copy.appendRow(row as readonly unknown[], target.encodings, handle.nextSeq);
+      handle.nextSeq++;
+    }
+    return copy.rows;
+  }
+
   private rowOf(value: IN): unknown {
     const options = this.options;
     if (options.write !== undefined) return value;
@@ -462,14 +496,13 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   }
 
   /**
-   * Sends the buffered rows. One batch stays in flight while the next is collected and encoded, so
-   * encoding and the server's work overlap; memory stays at two batches. A failure surfaces at the
-   * next flush or at the pre-commit, which waits for the last batch.
+   * Sends the open batch. One batch stays in flight while the next is collected (encoded as its
+   * rows arrive), so encoding and the server's work overlap; memory stays at two batches of COPY
+   * text. A failure surfaces at the next flush or at the pre-commit, which waits for the last batch.
    */
   private async flush(txn: PostgresTransaction, handle: OpenHandle): Promise<void> {
-    const records = handle.buffer;
-    handle.buffer = [];
-    const batch = records.length === 0 ? undefined : this.encode((await this.ready()).setup, handle, records);
+    const pending = handle.records.length > 0 || (handle.copy?.rows ?? 0) > 0;
+    const batch = pending ? this.takeBatch(handle, (await this.ready()).setup.target) : undefined;
     await this.settle(handle);
     if (batch === undefined) return;
     const sending = this.send(txn, handle, batch);
@@ -489,28 +522,46 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     }
   }
 
-  /** COPY text for a table write (upserts numbered, so the last record of a key wins); records as they are for a custom write. */
-  private encode(setup: SinkSetup, handle: OpenHandle, records: unknown[]): OutgoingBatch {
-    const target = setup.target;
-    if (target === undefined) return { kind: "records", count: records.length, records };
-    const rows = records as unknown[][];
-    if (target.upsert === undefined) {
-      const text = encodeCopyText(rows, target.encodings);
-      return { kind: "copy", count: rows.length, columns: target.columns, text, rows };
+  /** The open batch, taken out of the handle (which starts a new one); `undefined` when empty. */
+  private takeBatch(handle: OpenHandle, target: TargetTable | undefined): OutgoingBatch | undefined {
+    if (handle.records.length > 0) {
+      const records = handle.records;
+      handle.records = [];
+      return { kind: "records", count: records.length, records };
     }
-    let seq = handle.nextSeq;
-    handle.nextSeq += rows.length;
-    const text = encodeCopyText(
-      rows.map((row) => [seq++, ...row]),
-      ["scalar", ...target.encodings],
-    );
-    return { kind: "copy", count: rows.length, columns: [SEQ_COLUMN, ...target.columns], text, rows };
+    const copy = handle.copy;
+    if (copy === undefined || copy.rows === 0) return undefined;
+    if (target === undefined) {
+      throw new CheckpointError(
+        "CHECKPOINT_FAILED",
+        `${this.name}: rows were encoded for a table, but this attempt has no target table`,
+      );
+    }
+    handle.copy = undefined;
+    const upsert = target.upsert !== undefined;
+    return {
+      kind: "copy",
+      count: copy.rows,
+      columns: upsert ? [SEQ_COLUMN, ...target.columns] : target.columns,
+      copy,
+      rowAt: (line) => copy.rowAt(line, target.displays, upsert ? 1 : 0),
+    };
   }
 
   private async send(txn: PostgresTransaction, handle: OpenHandle, batch: OutgoingBatch): Promise<void> {
     const attempt = await this.ready();
     await this.modeOf(attempt, txn).send(txn, handle, batch);
     txn.rows += batch.count;
+    // Only after a COPY that completed: the socket no longer holds its bytes. A failed one's
+    // buffer is left to the garbage collector (its connection may still be writing it).
+    if (batch.kind === "copy") this.recycle(batch.copy);
+  }
+
+  /** Keeps an emptied COPY buffer for the next batch (at most two, none beyond 16 MiB). */
+  private recycle(copy: CopyTextBuffer): void {
+    if (this.spareBuffers.length >= SPARE_BUFFERS || copy.capacity > SPARE_BUFFER_BYTES) return;
+    copy.reset();
+    this.spareBuffers.push(copy);
   }
 
   private checkOwnTransaction(setup: SinkSetup, txn: PostgresTransaction): void {

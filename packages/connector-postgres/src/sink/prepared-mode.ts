@@ -2,6 +2,7 @@ import { CheckpointError, TransactionError } from "@onceflow/core";
 import type { PoolClient } from "pg";
 import { asPermanentError, asRecordRejected } from "../errors/permanent-errors.js";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
+import { copyChunks } from "../sql/copy-buffer.js";
 import { copyText } from "../sql/copy-writer.js";
 import { literal } from "../sql/identifiers.js";
 import { errorField, messageOf, SqlState, sqlState } from "../sql/pg-errors.js";
@@ -54,14 +55,14 @@ export class PreparedMode implements SinkMode {
       else if (target !== undefined) {
         // Upserts go to the scratch table first and are merged at pre-commit.
         const into = target.upsert === undefined ? target.table : target.scratch!;
-        await copyText(client, into, batch.columns, batch.text);
+        await copyText(client, into, batch.columns, copyChunks(batch.copy));
       }
     } catch (error) {
       handle.clientError ??= error instanceof Error ? error : new Error(String(error));
       throw asPermanentError(error, target === undefined ? "write" : "table", {
         table: target?.table.sql ?? errorField(error, "table") ?? "the custom write's table",
         columns: target?.columns ?? [],
-        ...(batch.kind === "copy" ? { rows: batch.rows } : {}),
+        ...(batch.kind === "copy" ? { rowAt: batch.rowAt } : {}),
       });
     }
   }

@@ -1,5 +1,6 @@
 import type { Logger } from "@onceflow/core";
 import type { PoolClient } from "pg";
+import type { ColumnDisplay, CopyTextBuffer } from "../sql/copy-buffer.js";
 import type { ColumnEncoding } from "../sql/copy-text.js";
 import type { TableName } from "../sql/identifiers.js";
 import type { PoolHandle } from "../sql/pool.js";
@@ -34,8 +35,10 @@ export interface PostgresTransaction {
 
 /** What a live transaction holds in this process only (never checkpointed). */
 export interface OpenHandle {
-  /** Rows (or records, for a custom write) not yet sent: at most `batchSize`. */
-  buffer: unknown[];
+  /** Custom write: records not yet sent, at most `batchSize`. */
+  records: unknown[];
+  /** Table write: rows not yet sent (at most `batchSize`), already encoded as COPY text. */
+  copy: CopyTextBuffer | undefined;
   /** Prepared mode: the connection with the open transaction. */
   client?: PoolClient;
   /** An error the connection reported while idle in the transaction. */
@@ -51,17 +54,18 @@ export interface OpenHandle {
 }
 
 /**
- * One batch ready to send: COPY text for a table write (with the rows it encodes, so that a row
- * PostgreSQL refuses can be named), the records themselves for a custom `write`.
+ * One batch ready to send: COPY text for a table write (a row PostgreSQL refuses is named by
+ * reading its line back), the records themselves for a custom `write`.
  */
 export type OutgoingBatch =
   | {
       readonly kind: "copy";
       readonly count: number;
       readonly columns: readonly string[];
-      readonly text: string[];
-      /** The rows as `toRow` gave them, in the order of the text's lines. */
-      readonly rows: readonly (readonly unknown[])[];
+      /** The rows as COPY text; unchanged until the send settles. */
+      readonly copy: CopyTextBuffer;
+      /** Row N (1-based, COPY's "line N") read back, in the target's columns, for a rejection. */
+      readonly rowAt: (line: number) => readonly unknown[] | undefined;
     }
   | { readonly kind: "records"; readonly count: number; readonly records: unknown[] };
 
@@ -70,6 +74,8 @@ export interface TargetTable {
   readonly table: TableName;
   readonly columns: readonly string[];
   readonly encodings: readonly ColumnEncoding[];
+  /** How each column's values are shown when a rejection names a row (from the column types). */
+  readonly displays: readonly ColumnDisplay[];
   readonly upsert?: {
     readonly conflictColumns: readonly string[];
     readonly updateColumns: readonly string[];
@@ -109,7 +115,7 @@ export interface SinkSetup {
 /**
  * How one mode makes a transaction's rows durable, visible and gone: {@link PreparedMode}
  * (`PREPARE TRANSACTION` / `COMMIT PREPARED`) or {@link StagingMode} (a staging table moved into the
- * target). {@link PostgresSink} buffers rows and drives one of them.
+ * target). {@link PostgresSink} encodes rows and drives one of them.
  *
  * @example
  * ```ts

@@ -2,6 +2,7 @@ import type { Logger, RuntimeContext } from "@onceflow/core";
 import type { PoolClient } from "pg";
 import { asConfigurationProblem } from "../errors/permanent-errors.js";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
+import { columnDisplay } from "../sql/copy-buffer.js";
 import { quote, shortHash, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { openPool, type PoolHandle, withClient } from "../sql/pool.js";
@@ -151,9 +152,17 @@ async function inspectTarget<IN>(
         : ["INSERT"],
   );
   const columns = tableOptions.columns;
-  const encodings = checkColumns(schema, columns).map((info) => info.encoding);
+  const infos = checkColumns(schema, columns);
+  const encodings = infos.map((info) => info.encoding);
+  const displays = infos.map((info) => columnDisplay(info.type));
   const stageConstraints = mode === "staging" ? await stagingConstraints(client, schema, columns) : undefined;
-  const base = { table, columns, encodings, ...(stageConstraints === undefined ? {} : { stageConstraints }) };
+  const base = {
+    table,
+    columns,
+    encodings,
+    displays,
+    ...(stageConstraints === undefined ? {} : { stageConstraints }),
+  };
   if (operation.type !== "upsert") return base;
   await checkUniqueIndex(client, schema, operation.conflictColumns);
   const updateColumns =

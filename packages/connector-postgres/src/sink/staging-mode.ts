@@ -1,5 +1,6 @@
 import { TransactionError } from "@onceflow/core";
 import { asPermanentError } from "../errors/permanent-errors.js";
+import { copyChunks } from "../sql/copy-buffer.js";
 import { copyText } from "../sql/copy-writer.js";
 import { quote, shortHash, tableName } from "../sql/identifiers.js";
 import { withClient } from "../sql/pool.js";
@@ -80,7 +81,7 @@ export class StagingMode implements SinkMode {
           await client.query("COMMIT");
           handle.stageCreated = true;
         }
-        if (batch.kind === "copy") await copyText(client, stage, batch.columns, batch.text);
+        if (batch.kind === "copy") await copyText(client, stage, batch.columns, copyChunks(batch.copy));
       });
     } catch (error) {
       // No CREATE privilege on the schema names 'schema'; everything else is classified as usual.
@@ -89,7 +90,7 @@ export class StagingMode implements SinkMode {
       throw asPermanentError(error, "table", {
         table: target.table.sql,
         columns: target.columns,
-        ...(batch.kind === "copy" ? { rows: batch.rows } : {}),
+        ...(batch.kind === "copy" ? { rowAt: batch.rowAt } : {}),
       });
     }
   }

@@ -25,8 +25,17 @@ function isBytes(value: unknown): value is Uint8Array {
   return value instanceof Uint8Array;
 }
 
-/** The text PostgreSQL parses for one non-null value, before COPY escaping. */
-function textOf(value: unknown, encoding: ColumnEncoding): string {
+/**
+ * The text PostgreSQL parses for one non-null value, before COPY escaping: numbers in decimal
+ * (`NaN`, `±Infinity`), bigints, `t`/`f`, Dates ISO-8601, bytes as bytea hex, arrays as array
+ * literals for array columns, anything else JSON.
+ *
+ * @example
+ * ```ts
+ * valueText(new Date(0), "scalar"); // "1970-01-01T00:00:00.000Z"
+ * ```
+ */
+export function valueText(value: unknown, encoding: ColumnEncoding): string {
   switch (typeof value) {
     case "string":
       return value;
@@ -58,7 +67,7 @@ function textOf(value: unknown, encoding: ColumnEncoding): string {
 function arrayElement(value: unknown): string {
   if (value === null || value === undefined) return "NULL";
   if (Array.isArray(value)) return arrayLiteral(value);
-  const text = textOf(value, "scalar");
+  const text = valueText(value, "scalar");
   return `"${text.replace(/[\\"]/g, (char) => `\\${char}`)}"`;
 }
 
@@ -86,5 +95,5 @@ export function arrayLiteral(values: readonly unknown[]): string {
  */
 export function copyField(value: unknown, encoding: ColumnEncoding): string {
   if (value === null || value === undefined) return "\\N";
-  return escapeField(textOf(value, encoding));
+  return escapeField(valueText(value, encoding));
 }

@@ -9,9 +9,9 @@ import { quote, type TableName } from "./identifiers.js";
 const CHUNK_BYTES = 256 * 1024;
 
 /**
- * Rows encoded in COPY's text format, in chunks of about 256 KiB, ready for {@link copyText}.
- * Encoding is separate from sending so a caller can encode the next batch while the server is
- * still working on the previous one.
+ * Rows encoded in COPY's text format, in chunks of about 256 KiB, ready for {@link copyText}: the
+ * string form of the format. The sink writes rows into a `CopyTextBuffer` instead (the same bytes,
+ * encoded as rows arrive); this one stays as the reference its tests compare against.
  *
  * @example
  * ```ts
@@ -40,8 +40,10 @@ export function encodeCopyText(
 }
 
 /**
- * Streams text made by {@link encodeCopyText} into a table with `COPY … FROM STDIN` on the given
- * client, inside whatever transaction the client has open.
+ * Streams COPY text — Buffers filled by a `CopyTextBuffer`, or strings made by
+ * {@link encodeCopyText} — into a table with `COPY … FROM STDIN` on the given client, inside
+ * whatever transaction the client has open. Buffers go to the socket as they are (no copy): they
+ * must not change until the returned promise settles.
  *
  * @returns the number of rows PostgreSQL reports as copied.
  * @example
@@ -54,7 +56,7 @@ export async function copyText(
   client: PoolClient,
   table: TableName,
   columns: readonly string[],
-  chunks: readonly string[],
+  chunks: readonly (string | Uint8Array)[],
 ): Promise<number> {
   const statement = `COPY ${table.sql} (${columns.map(quote).join(", ")}) FROM STDIN`;
   const stream = client.query(copyFrom(statement));
