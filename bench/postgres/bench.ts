@@ -15,14 +15,14 @@ import { PostgresSink, type PostgresSinkMode } from "@onceflow/connector-postgre
 import { GeneratorSource, Job } from "@onceflow/core";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import { keyOf, payloadOf, withClient } from "./rows.js";
 
-const url = process.env.ONCEFLOW_POSTGRES_URL;
+const url = process.env.ONCEFLOW_POSTGRES_URL ?? "";
 if (!url) throw new Error("set ONCEFLOW_POSTGRES_URL to a PostgreSQL with max_prepared_transactions > 0");
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const BATCH = 5000;
 const tag = `${process.pid}_${Date.now().toString(36)}`;
-const PAYLOAD = "x".repeat(100);
 
 interface Row {
   id: number;
@@ -31,28 +31,18 @@ interface Row {
 }
 const rowAt = (index: number): Row => ({
   id: index,
-  key: `k${index % 10_000}`,
-  payload: `${index}-${PAYLOAD}`.slice(0, 100),
+  key: keyOf(index),
+  payload: payloadOf(index),
 });
 
-async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 async function createTable(name: string): Promise<void> {
-  await withClient((c) =>
+  await withClient(url, (c) =>
     c.query(`CREATE TABLE ${name} (id bigint NOT NULL, key text NOT NULL, payload text NOT NULL)`),
   );
 }
 
 async function count(name: string): Promise<number> {
-  return withClient(async (c) => Number((await c.query(`SELECT count(*) AS n FROM ${name}`)).rows[0].n));
+  return withClient(url, async (c) => Number((await c.query(`SELECT count(*) AS n FROM ${name}`)).rows[0].n));
 }
 
 async function plainCopy(table: string): Promise<number> {
@@ -124,7 +114,7 @@ try {
       const took = await run(table);
       const n = await count(table);
       if (n !== ROWS) throw new Error(`${table} has ${n} rows, expected ${ROWS}`);
-      await withClient((c) => c.query(`DROP TABLE ${table}`));
+      await withClient(url, (c) => c.query(`DROP TABLE ${table}`));
       seconds[index]?.push(took);
       line.push(`${"abcd"[index]} ${Math.round(ROWS / took).toLocaleString("en-US")}`);
     }
@@ -141,7 +131,7 @@ try {
     );
   }
 } finally {
-  await withClient(async (c) => {
+  await withClient(url, async (c) => {
     for (const name of created) await c.query(`DROP TABLE IF EXISTS ${name}`);
   });
 }

@@ -9,6 +9,7 @@
  *   (r) the read side alone: the same KafkaSource → map → DiscardingSink, checkpoints as in (b)
  *   (e) (b) at parallelism 2, each subtask in a worker thread of this process (runSubtasksInThreads,
  *       the job in kafka-to-postgres-thread-job.mjs): two readers, two COPY connections
+ *   (f) (c) at parallelism 2 in two threads, as (e)
  * The input (N records: key = the id, value = a 100-byte payload, 4 partitions) is written to a
  * fresh topic once; every round runs the chosen runs in rotated order, each on a fresh table, then
  * checks on a fresh connection that the table holds exactly N rows with N distinct ids in 0..N-1
@@ -19,8 +20,8 @@
  * whole `execute()` including the Kafka and PostgreSQL connects ("wall").
  *
  *   npm run build -w @onceflow/core -w @onceflow/connector-kafka -w @onceflow/connector-postgres
- *   source /work/services/env.sh   # ONCEFLOW_KAFKA_BROKERS, ONCEFLOW_POSTGRES_URL
- *   npx tsx bench/postgres/kafka-to-postgres.ts --records 1000000 --rounds 3 [--runs a,b,c,d,r,e]
+ *   export ONCEFLOW_KAFKA_BROKERS=… ONCEFLOW_POSTGRES_URL=…   # a broker, and a PostgreSQL with max_prepared_transactions > 0
+ *   npx tsx bench/postgres/kafka-to-postgres.ts --records 1000000 --rounds 3 [--runs a,b,c,d,r,e,f]
  * `--keep-topic` keeps the input topic and `--topic NAME` reads it again without writing it (for a
  * profile of one run: `node --cpu-prof --import tsx bench/postgres/kafka-to-postgres.ts --runs b …`).
  */
@@ -38,6 +39,7 @@ import { createConsoleLogger, DiscardingSink, filesystem, Job, runSubtasksInThre
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import { keyOf, payloadOf, withClient } from "./rows.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -45,7 +47,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     partitions: { type: "string", default: "4" },
     /** Which runs, e.g. `b` alone for a profile of one prepared-mode job. */
-    runs: { type: "string", default: "a,b,c,d,r,e" },
+    runs: { type: "string", default: "a,b,c,d,r,e,f" },
     /** Log the jobs' debug lines (checkpoints, commits) to standard error, with times. */
     log: { type: "boolean", default: false },
     /** Keep the input topic at the end (printed), to reuse with --topic. */
@@ -55,11 +57,11 @@ const { values: args } = parseArgs({
   },
 });
 const brokerList = process.env.ONCEFLOW_KAFKA_BROKERS;
-const url = process.env.ONCEFLOW_POSTGRES_URL;
+const url = process.env.ONCEFLOW_POSTGRES_URL ?? "";
 if (!brokerList || !url) {
   const missing = [!brokerList && "ONCEFLOW_KAFKA_BROKERS", !url && "ONCEFLOW_POSTGRES_URL"].filter(Boolean);
   process.stderr.write(
-    `kafka-to-postgres: set ${missing.join(" and ")} (a Kafka broker, and a PostgreSQL with max_prepared_transactions > 0), e.g. \`source /work/services/env.sh\`\n`,
+    `kafka-to-postgres: set ${missing.join(" and ")} (a Kafka broker, and a PostgreSQL with max_prepared_transactions > 0)\n`,
   );
   process.exit(2);
 }
@@ -73,22 +75,9 @@ const BATCH = 5000;
 const brokers = brokerList.split(",");
 const kafka = new Kafka({ brokers, clientId: "onceflow-bench-k2pg", logLevel: logLevel.NOTHING });
 const tag = `${process.pid}_${Date.now().toString(36)}`;
-const PAYLOAD = "x".repeat(100);
 
 /** A row of `(id bigint, key text, payload text)`, in column order. */
 type Row = [id: number, key: string, payload: string];
-const keyOf = (id: number) => `k${id % 10_000}`;
-const payloadOf = (id: number) => `${id}-${PAYLOAD}`.slice(0, 100);
-
-async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Writes the input once: key = the id in decimal, value = its 100-byte payload, round-robin. */
 async function seed(topic: string): Promise<void> {
@@ -126,7 +115,7 @@ async function deleteTopic(topic: string): Promise<void> {
 
 /** Fails unless `table` holds exactly RECORDS rows with RECORDS distinct ids in 0..RECORDS-1. */
 async function verify(table: string): Promise<void> {
-  const result = await withClient((c) =>
+  const result = await withClient(url, (c) =>
     c.query<{ n: string; ids: string; low: string | null; high: string | null }>(
       `SELECT count(*) AS n, count(DISTINCT id) AS ids, min(id) AS low, max(id) AS high FROM ${table}`,
     ),
@@ -312,6 +301,11 @@ const allRuns: Run[] = [
     run: (table, topic) => threadsJob(table, topic, "prepared", 2),
   },
   {
+    letter: "f",
+    name: "(f) Kafka → PostgresSink staging, parallelism 2 in 2 threads",
+    run: (table, topic) => threadsJob(table, topic, "staging", 2),
+  },
+  {
     letter: "r",
     name: "(r) read side alone: Kafka → map → DiscardingSink",
     run: (table, topic) => kafkaJob(table, topic, undefined, false),
@@ -319,7 +313,7 @@ const allRuns: Run[] = [
 ];
 const wanted = new Set((args.runs as string).split(","));
 const runs = allRuns.filter((r) => wanted.has(r.letter));
-if (runs.length === 0) throw new Error(`--runs ${args.runs}: choose among a,b,c,d,e,r`);
+if (runs.length === 0) throw new Error(`--runs ${args.runs}: choose among a,b,c,d,e,f,r`);
 
 const median = (values: number[]) =>
   [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] ?? Number.NaN;
@@ -345,14 +339,14 @@ try {
       created.push(table);
       const toTable = letter !== "r";
       if (toTable) {
-        await withClient((c) =>
+        await withClient(url, (c) =>
           c.query(`CREATE TABLE ${table} (id bigint NOT NULL, key text NOT NULL, payload text NOT NULL)`),
         );
       }
       const timing = await run(table, topic);
       if (toTable) {
         await verify(table);
-        await withClient((c) => c.query(`DROP TABLE ${table}`));
+        await withClient(url, (c) => c.query(`DROP TABLE ${table}`));
       }
       timings.get(letter)?.push(timing);
       line.push(
@@ -378,7 +372,7 @@ try {
     );
   }
 } finally {
-  await withClient(async (c) => {
+  await withClient(url, async (c) => {
     for (const name of created) await c.query(`DROP TABLE IF EXISTS ${name}`);
   });
   if (args["keep-topic"] || args.topic !== undefined) process.stderr.write(`input topic kept: ${topic}\n`);
