@@ -342,7 +342,8 @@ describe("KafkaSource positions and offsets", () => {
       // At most maxPrefetchBytes plus one record batch (a broker returns a whole batch even when it
       // is larger than the Fetch limit; each send above wrote one batch of 200 records, counted
       // as 1,064 bytes each). The 2,000 records (2.1 MB) are not all fetched.
-      const buffered = (reader as unknown as { bufferedBytes: number }).bufferedBytes;
+      const buffered = (reader as unknown as { prefetcher: { bufferedBytes: number } }).prefetcher
+        .bufferedBytes;
       expect(buffered).toBeGreaterThan(0);
       expect(buffered).toBeLessThanOrEqual(64 * 1024 + 200 * 1064);
       expect((await pollRecords(reader, 2000)).length).toBe(2000);

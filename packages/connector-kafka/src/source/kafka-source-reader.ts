@@ -1,33 +1,20 @@
+import type { Logger, SourceBatch, SourceReader, SourceReaderContext } from "@onceflow/core";
+import type { Admin, Kafka } from "kafkajs";
 import {
-  type Counter,
-  DeserializationError,
-  type Logger,
-  MetricNames,
-  type SourceBatch,
-  type SourceReader,
-  type SourceReaderContext,
-} from "@onceflow/core";
-import type { Admin, Kafka, Producer } from "kafkajs";
-import {
-  type FetchedPartition,
   KafkaConnection,
-  NO_HEADERS,
   offsetAfter,
-  offsetOutOfRange,
   type RawOffset,
   type RawRecord,
 } from "../internal/kafkajs/internals.js";
-import { type DeserializationContext, type Deserializer, ignoresContext } from "./deserializer.js";
-import { type KafkaPartitionSplit, splitIdOf } from "./kafka-partition-split.js";
+import type { Deserializer } from "./deserializer.js";
+import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
-import type {
-  DeserializationErrorPolicy,
-  OffsetResetStrategy,
-  StartingOffsets,
-  StoppingOffsets,
-} from "./kafka-source-options.js";
+import type { DeserializationErrorPolicy, StartingOffsets, StoppingOffsets } from "./kafka-source-options.js";
 import { OffsetsResolver, offsetKey } from "./offsets-resolver.js";
 import { PartitionLag } from "./partition-lag.js";
+import type { PartitionState } from "./partition-state.js";
+import { Prefetcher } from "./prefetcher.js";
+import { RecordDecoder, Undeserializable } from "./record-decoder.js";
 
 /** The resolved settings a reader runs with (defaults filled in by `KafkaSource`). */
 export interface KafkaSourceReaderConfig<K, V, H> {
@@ -48,40 +35,6 @@ export interface KafkaSourceReaderConfig<K, V, H> {
   readonly fetchMaxWaitMs: number;
   readonly maxBytesPerPartition: number;
 }
-
-interface Chunk {
-  readonly records: RawRecord[];
-  index: number;
-  /** The position after this chunk, past control and aborted batches too. */
-  readonly nextOffset: bigint;
-  readonly bytes: number;
-}
-
-interface PartitionState {
-  readonly split: KafkaPartitionSplit;
-  readonly topic: string;
-  readonly partition: number;
-  /** The next offset to hand out: the position a checkpoint records. */
-  nextOffset: bigint;
-  /** The next offset to fetch (ahead of `nextOffset` by what is buffered). */
-  fetchOffset: bigint;
-  readonly stoppingOffset: bigint | undefined;
-  readonly chunks: Chunk[];
-  inFlight: boolean;
-  /** Given to deserializers that never read it (the built-in ones); its offset is not set. */
-  readonly context: DeserializationContext;
-}
-
-/** A record that could not be deserialized: where it is, and the error, for the policy to handle. */
-class Undeserializable {
-  constructor(
-    readonly context: DeserializationContext,
-    readonly error: unknown,
-  ) {}
-}
-
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5000;
 
 /**
  * Reads the partitions assigned to one subtask with Fetch requests of its own — no consumer group
@@ -107,21 +60,16 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private readonly admin: Admin;
   private readonly resolver: OffsetsResolver;
   private readonly logger: Logger;
-  private readonly skipped: Counter;
-  private readonly deadLettered: Counter;
+  private readonly decoder: RecordDecoder<K, V, H>;
+  private readonly prefetcher: Prefetcher;
   private readonly lag: PartitionLag;
-  private readonly labels: Record<string, string>;
-  private deadLetterProducer: Producer | undefined;
   private connected: Promise<void> | undefined;
   private loop: Promise<void> | undefined;
   private closed = false;
   private failure: unknown;
   private restored = false;
-  private bufferedBytes = 0;
   private roundRobin = 0;
-  private wakeLoop: (() => void) | undefined;
   private wakeReaders: (() => void) | undefined;
-  private readonly inFlightLeaders = new Set<number>();
   private readonly pendingCommits = new Map<
     number,
     Array<{ topic: string; partition: number; offset: bigint }>
@@ -129,8 +77,6 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
   private checkpointingSeen = false;
   private autoCommitTimer: NodeJS.Timeout | undefined;
   private lastAutoCommitted = "";
-  /** Whether a deserializer may read the context: else one is made only for a record that fails. */
-  private readonly needsContext: boolean;
 
   /** @internal Readers come from {@link KafkaSource.createReader}. */
   constructor(
@@ -138,37 +84,38 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     context: SourceReaderContext,
   ) {
     this.connection = new KafkaConnection(config.kafka, { readCommitted: config.readCommitted });
-    this.needsContext = !(
-      ignoresContext(config.key) &&
-      ignoresContext(config.value) &&
-      ignoresContext(config.headers)
-    );
     this.admin = config.kafka.admin();
     this.resolver = new OffsetsResolver(this.admin, config.groupId);
     this.logger = context.logger.child({ source: "kafka", subtask: context.subtaskIndex });
-    this.labels = {
-      job: context.jobId,
-      operator: context.operatorUid,
-      subtask: String(context.subtaskIndex),
-    };
-    this.skipped = context.metrics.counter(MetricNames.recordsSkipped, "Records skipped by a source");
+    this.decoder = new RecordDecoder(config, context, this.logger);
     this.lag = new PartitionLag(context, config.readCommitted);
+    this.prefetcher = new Prefetcher(
+      config,
+      this.connection,
+      this.resolver,
+      this.lag,
+      this.logger,
+      this.partitions,
+      {
+        isClosed: () => this.closed,
+        hasFailed: () => this.failure !== undefined,
+        fail: (error) => {
+          this.failure = error;
+          this.wake();
+        },
+        wake: () => this.wake(),
+      },
+    );
     // When the runtime says checkpointing is on, auto-commit never starts (Flink ignores
     // enable.auto.commit with checkpointing too); otherwise the first checkpoint stops it.
     if (context.checkpointingInterval !== undefined) this.checkpointingSeen = true;
     this.restored = context.isRestored;
-    this.deadLettered = context.metrics.counter(
-      MetricNames.recordsDeadLettered,
-      "Records written to a dead-letter topic",
-    );
-    this.skipped.inc(0, this.labels);
-    this.deadLettered.inc(0, this.labels);
   }
 
   private ensureConnected(): Promise<void> {
     this.connected ??= (async () => {
       await Promise.all([this.connection.connect(), this.admin.connect()]);
-      this.loop = this.fetchLoop();
+      this.loop = this.prefetcher.fetchLoop();
       if (this.config.autoCommit && this.config.groupId !== undefined) {
         this.autoCommitTimer = setInterval(() => void this.autoCommitNow(), this.config.autoCommitIntervalMs);
         this.autoCommitTimer.unref();
@@ -270,11 +217,11 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
         // Synchronous on the happy path: an `await` per record was a promise and a microtask hop
         // each. Only a record that cannot be deserialized waits (for its policy, perhaps the dead
         // letter topic), still before the position moves past it.
-        const decoded = this.deserialize(state, raw);
+        const decoded = this.decoder.deserialize(state, raw);
         if (decoded instanceof Undeserializable) {
           if (last !== undefined) state.nextOffset = offsetAfter(last);
           last = undefined;
-          await this.onDeserializationError(decoded.context, raw, decoded.error);
+          await this.decoder.onDeserializationError(decoded.context, raw, decoded.error);
           state.nextOffset = offsetAfter(offset);
           continue;
         }
@@ -294,130 +241,12 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       for (const chunk of state.chunks.splice(0)) freed += chunk.bytes;
     }
     if (freed > 0) {
-      this.bufferedBytes -= freed;
+      this.prefetcher.release(freed);
       this.wake();
     }
     this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
     if (records.length === 0) return undefined;
     return { splitId: state.split.splitId, records, timestamps };
-  }
-
-  /** The record, or what went wrong for {@link onDeserializationError} to handle. */
-  private deserialize(state: PartitionState, raw: RawRecord): KafkaRecord<K, V, H> | Undeserializable {
-    const offset = String(raw.offset);
-    // A fresh context per record where a deserializer may read (and keep) it; the built-in ones
-    // never do, so they get the partition's (its offset unset) and a failure gets its own below.
-    const context: DeserializationContext = this.needsContext
-      ? { topic: state.topic, partition: state.partition, offset }
-      : state.context;
-    try {
-      const headers: Record<string, H | null | Array<H | null>> = {};
-      if (raw.headers !== NO_HEADERS) this.deserializeHeaders(raw.headers, context, headers);
-      const { key, value } = this.config;
-      return {
-        topic: state.topic,
-        partition: state.partition,
-        offset,
-        timestamp: raw.timestamp,
-        key: raw.key === null ? null : key.deserialize(raw.key, context),
-        value: raw.value === null ? null : value.deserialize(raw.value, context),
-        headers,
-      };
-    } catch (error) {
-      return new Undeserializable(
-        this.needsContext ? context : { topic: state.topic, partition: state.partition, offset },
-        error,
-      );
-    }
-  }
-
-  /** Deserializes `raw` headers into `headers` (a throw is the record's deserialization error). */
-  private deserializeHeaders(
-    raw: RawRecord["headers"],
-    context: DeserializationContext,
-    headers: Record<string, H | null | Array<H | null>>,
-  ): void {
-    const header = (bytes: Buffer | null): H | null =>
-      bytes === null ? null : this.config.headers.deserialize(bytes, context);
-    for (const [name, value] of Object.entries(raw)) {
-      if (value === undefined) continue;
-      const decoded = Array.isArray(value) ? value.map(header) : header(value);
-      // An assignment to `__proto__` would set the prototype instead of a header.
-      if (name === "__proto__") {
-        Object.defineProperty(headers, name, {
-          value: decoded,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      } else {
-        headers[name] = decoded;
-      }
-    }
-  }
-
-  private async onDeserializationError(
-    context: DeserializationContext,
-    raw: RawRecord,
-    error: unknown,
-  ): Promise<undefined> {
-    const reason = error instanceof Error ? error.message : String(error);
-    const where = `topic '${context.topic}' partition ${context.partition} offset ${context.offset}`;
-    const policy = this.config.onDeserializationError;
-    if (policy === "fail") {
-      throw new DeserializationError(
-        `cannot deserialize the record at ${where}: ${reason}. Fix the producer, or set onDeserializationError to "skip" or { deadLetterTopic } to go on without it.`,
-        {
-          cause: error,
-          details: {
-            ...context,
-            splitId: splitIdOf(context.topic, context.partition),
-            position: context.offset,
-          },
-        },
-      );
-    }
-    if (policy === "skip") {
-      this.logger.warn({ ...context, error: reason }, "skipped a record that cannot be deserialized");
-      this.skipped.inc(1, this.labels);
-      return undefined;
-    }
-    // Awaited before the position moves past the record, so a checkpoint never skips an unwritten one.
-    this.deadLetterProducer ??= await this.connectDeadLetterProducer();
-    // kafkajs writes a null header value as Kafka's null (length -1), though its typings omit null.
-    const headers = {} as Record<string, Buffer | Buffer[] | string>;
-    for (const [name, value] of Object.entries(raw.headers)) {
-      if (value !== undefined) headers[name] = value as Buffer | Buffer[];
-    }
-    await this.deadLetterProducer.send({
-      topic: policy.deadLetterTopic,
-      messages: [
-        {
-          key: raw.key,
-          value: raw.value,
-          timestamp: String(raw.timestamp),
-          headers: {
-            ...headers,
-            "onceflow.error": reason,
-            "onceflow.topic": context.topic,
-            "onceflow.partition": String(context.partition),
-            "onceflow.offset": context.offset,
-          },
-        },
-      ],
-    });
-    this.deadLettered.inc(1, this.labels);
-    return undefined;
-  }
-
-  private async connectDeadLetterProducer(): Promise<Producer> {
-    const producer = this.config.kafka.producer({
-      allowAutoTopicCreation: false,
-      idempotent: true,
-      maxInFlightRequests: 1,
-    });
-    await producer.connect();
-    return producer;
   }
 
   isAvailable(): Promise<void> {
@@ -515,181 +344,17 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       await Promise.allSettled([
         this.connection.disconnect(),
         this.admin.disconnect(),
-        this.deadLetterProducer?.disconnect(),
+        this.decoder.disconnect(),
       ]);
     }
   }
 
   private wake(): void {
-    const loop = this.wakeLoop;
-    this.wakeLoop = undefined;
-    loop?.();
+    this.prefetcher.wake();
     if (this.hasData() || this.failure !== undefined || this.closed || this.isFinished()) {
       const readers = this.wakeReaders;
       this.wakeReaders = undefined;
       readers?.();
     }
   }
-
-  /** Keeps one Fetch in flight per leader broker while the buffer has room. */
-  private async fetchLoop(): Promise<void> {
-    let refreshMetadata = false;
-    let retryDelay = RETRY_MIN_MS;
-    const running = new Set<Promise<void>>();
-    while (!this.closed && this.failure === undefined) {
-      const wanted = [...this.partitions.values()].filter(
-        (s) => !s.inFlight && (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
-      );
-      const woken = new Promise<void>((resolve) => {
-        this.wakeLoop = resolve;
-      });
-      if (wanted.length > 0 && this.bufferedBytes < this.config.maxPrefetchBytes) {
-        try {
-          const leaderOf = await this.connection.leaders(
-            [...new Set(wanted.map((s) => s.topic))],
-            refreshMetadata,
-          );
-          refreshMetadata = false;
-          const byLeader = new Map<number, PartitionState[]>();
-          let placed = 0;
-          for (const [topic, states] of groupBy(wanted, (s) => s.topic)) {
-            for (const [leader, partitions] of leaderOf(
-              topic,
-              states.map((s) => s.partition),
-            )) {
-              if (leader < 0) continue;
-              const list = byLeader.get(leader) ?? [];
-              for (const s of states) {
-                if (!partitions.includes(s.partition)) continue;
-                list.push(s);
-                placed++;
-              }
-              byLeader.set(leader, list);
-            }
-          }
-          if (placed < wanted.length) {
-            // A partition without a known leader (new partition, leader election): look again soon.
-            refreshMetadata = true;
-            setTimeout(() => this.wake(), RETRY_MAX_MS / 10).unref();
-          }
-          for (const [leader, states] of byLeader) {
-            if (this.inFlightLeaders.has(leader)) continue;
-            this.inFlightLeaders.add(leader);
-            for (const s of states) s.inFlight = true;
-            const request = this.fetchFrom(leader, states)
-              .then(() => {
-                retryDelay = RETRY_MIN_MS;
-              })
-              .catch(async (error: unknown) => {
-                if (!(await this.recoverFromFetchError(error))) return;
-                refreshMetadata = true;
-                await sleep(retryDelay);
-                retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
-              })
-              .finally(() => {
-                this.inFlightLeaders.delete(leader);
-                for (const s of states) s.inFlight = false;
-                running.delete(request);
-                this.wake();
-              });
-            running.add(request);
-          }
-        } catch (error) {
-          if (!(await this.recoverFromFetchError(error))) break;
-          refreshMetadata = true;
-          await sleep(retryDelay);
-          retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
-          continue;
-        }
-      }
-      await woken;
-    }
-    await Promise.allSettled([...running]);
-  }
-
-  private async fetchFrom(leader: number, states: PartitionState[]): Promise<void> {
-    const results = await this.connection.fetch(leader, {
-      readCommitted: this.config.readCommitted,
-      maxWaitTime: this.config.fetchMaxWaitMs,
-      maxBytes: Math.max(this.config.maxPrefetchBytes - this.bufferedBytes, this.config.maxBytesPerPartition),
-      maxBytesPerPartition: this.config.maxBytesPerPartition,
-      partitions: states.map((s) => ({ topic: s.topic, partition: s.partition, fetchOffset: s.fetchOffset })),
-    });
-    for (const result of results) this.append(result);
-  }
-
-  private append(result: FetchedPartition): void {
-    const state = this.partitions.get(splitIdOf(result.topic, result.partition));
-    if (state === undefined) return;
-    this.lag.fetched(state.split.splitId, result.highWatermark, result.lastStableOffset);
-    // Nothing buffered for it: the lag moves with the end offset alone.
-    if (state.chunks.length === 0)
-      this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
-    if (result.nextOffset <= state.fetchOffset) return;
-    let bytes = 0;
-    for (const r of result.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0) + 64;
-    state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });
-    state.fetchOffset = result.nextOffset;
-    this.bufferedBytes += bytes;
-  }
-
-  /** Handles a failed Fetch; returns false when the reader must fail. */
-  private async recoverFromFetchError(error: unknown): Promise<boolean> {
-    if (this.closed) return false;
-    const outOfRange = offsetOutOfRange(error);
-    if (outOfRange !== undefined) {
-      const state = this.partitions.get(splitIdOf(outOfRange.topic, outOfRange.partition));
-      if (state !== undefined) {
-        const strategy = this.outOfRangeStrategy();
-        const offsets = await this.resolver.reset([state], strategy).catch(() => new Map<string, bigint>());
-        const offset = offsets.get(offsetKey(state.topic, state.partition));
-        if (offset !== undefined) {
-          this.logger.warn(
-            {
-              topic: state.topic,
-              partition: state.partition,
-              from: String(state.fetchOffset),
-              to: String(offset),
-            },
-            `offset out of range (deleted by retention?): resetting to ${strategy}`,
-          );
-          // An empty chunk moves the handed-out position too, in order, after what is buffered.
-          state.chunks.push({ records: [], index: 0, nextOffset: offset, bytes: 0 });
-          state.fetchOffset = offset;
-        }
-      }
-      return true;
-    }
-    const retriable = (error as { retriable?: unknown })?.retriable;
-    if (retriable === false) {
-      this.failure = error;
-      this.wake();
-      return false;
-    }
-    this.logger.warn({ error: (error as Error)?.message }, "kafka fetch failed, retrying");
-    return true;
-  }
-
-  private outOfRangeStrategy(): OffsetResetStrategy {
-    const start = this.config.startingOffsets;
-    if (start === "latest") return "latest";
-    if (typeof start === "object" && "committed" in start) return start.committed;
-    if (typeof start === "object" && "specific" in start) return start.reset ?? "earliest";
-    return "earliest";
-  }
-}
-
-function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const list = groups.get(key) ?? [];
-    list.push(item);
-    groups.set(key, list);
-  }
-  return groups;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
