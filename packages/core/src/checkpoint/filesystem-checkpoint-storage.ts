@@ -443,7 +443,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   /**
    * Claims incarnation `n` by renaming a prepared folder (holding the scope's name and an empty
-   * `staging/`) to `.incarnations/<n>`; see {@link FileSystemIncarnations.claim} and
+   * `staging/`) to `.incarnations/<n>`: the rename fails when `n` is taken, so two claimers never get
+   * the same number. Then it checks that no newer claim of the scope won meanwhile, and fences every
+   * older incarnation of the scope by renaming its `staging/` away. See
    * {@link CheckpointStorage.claimIncarnation} for the contract.
    */
   claimIncarnation(jobId: string, scope: string, options: ClaimIncarnationOptions = {}): Promise<number> {
