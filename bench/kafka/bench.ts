@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { createMemoryMetrics, filesystem, Job, MetricNames } from "@onceflow/core";
 import { Kafka, logLevel } from "kafkajs";
+import { createTopic, writeInput } from "./input-topic.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -37,35 +38,13 @@ const run = randomUUID().slice(0, 8);
 
 type Mode = "baseline" | "at-least-once" | "exactly-once";
 
-async function createTopic(name: string): Promise<string> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [{ topic: name, numPartitions: PARTITIONS, replicationFactor: 1 }],
-    waitForLeaders: true,
-  });
-  await admin.disconnect();
-  return name;
-}
-
 /** A 100-byte value that starts with the time it was written. */
 function payload(now: number): Buffer {
   return Buffer.from(`${now}`.padEnd(100, "x"));
 }
 
-async function seed(topic: string, count: number): Promise<void> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  const chunk = 10_000;
-  for (let i = 0; i < count; i += chunk) {
-    const n = Math.min(chunk, count - i);
-    const messages = Array.from({ length: n }, (_, j) => ({
-      value: payload(0),
-      partition: (i + j) % PARTITIONS,
-    }));
-    await producer.sendBatch({ topicMessages: [{ topic, messages }] });
-  }
-  await producer.disconnect();
+function seed(topic: string, count: number): Promise<void> {
+  return writeInput(kafka, topic, { count, partitions: PARTITIONS, message: () => ({ value: payload(0) }) });
 }
 
 interface Pipeline {
@@ -185,7 +164,7 @@ function percentile(values: number[], p: number): number {
 }
 
 async function throughput(mode: Mode, input: string, dir: string, round: number) {
-  const output = await createTopic(`bench-${run}-${mode}-out-${round}`);
+  const output = await createTopic(kafka, `bench-${run}-${mode}-out-${round}`, PARTITIONS);
   const started = Date.now();
   const pipeline =
     mode === "baseline"
@@ -206,8 +185,8 @@ async function throughput(mode: Mode, input: string, dir: string, round: number)
 
 /** Writes records at a steady rate while the pipeline runs; a read_committed reader times their arrival. */
 async function latency(mode: Mode, dir: string) {
-  const input = await createTopic(`bench-${run}-${mode}-lat-in`);
-  const output = await createTopic(`bench-${run}-${mode}-lat-out`);
+  const input = await createTopic(kafka, `bench-${run}-${mode}-lat-in`, PARTITIONS);
+  const output = await createTopic(kafka, `bench-${run}-${mode}-lat-out`, PARTITIONS);
   const pipeline =
     mode === "baseline"
       ? baseline(input, output, undefined)
@@ -248,7 +227,7 @@ async function latency(mode: Mode, dir: string) {
 
 const dir = await mkdtemp(join(tmpdir(), "onceflow-bench-kafka-"));
 try {
-  const input = await createTopic(`bench-${run}-in`);
+  const input = await createTopic(kafka, `bench-${run}-in`, PARTITIONS);
   const seedStart = Date.now();
   await seed(input, RECORDS);
   console.log(

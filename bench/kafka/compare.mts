@@ -39,6 +39,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
+import { createTopic, writeInput } from "./input-topic.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -164,31 +165,13 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
     javaPeer("kafka-java", "PlainLoop", [brokers.join(","), input, output, String(RECORDS)]),
 };
 
-async function createTopic(name: string): Promise<string> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [{ topic: name, numPartitions: PARTITIONS, replicationFactor: 1 }],
-    waitForLeaders: true,
-  });
-  await admin.disconnect();
-  return name;
-}
-
 /** N records of 100 bytes whose value starts with its id, so the output check finds duplicates. */
-async function seed(topic: string): Promise<void> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  const chunk = 10_000;
-  for (let i = 0; i < RECORDS; i += chunk) {
-    const n = Math.min(chunk, RECORDS - i);
-    const messages = Array.from({ length: n }, (_, j) => ({
-      value: `${i + j} `.padEnd(100, "x"),
-      partition: (i + j) % PARTITIONS,
-    }));
-    await producer.sendBatch({ topicMessages: [{ topic, messages }] });
-  }
-  await producer.disconnect();
+function seed(topic: string): Promise<void> {
+  return writeInput(kafka, topic, {
+    count: RECORDS,
+    partitions: PARTITIONS,
+    message: (id) => ({ value: `${id} `.padEnd(100, "x") }),
+  });
 }
 
 /** Reads `topic` read_committed until every id arrived; fails on a duplicate or a stranger. */
@@ -405,7 +388,7 @@ interface Measurement {
 async function measure(name: string, input: string, round: number): Promise<Measurement> {
   const launch = candidates[name];
   if (launch === undefined) throw new Error(`unknown candidate ${name}`);
-  const output = await createTopic(`cmp-${run}-${name}-${round}`);
+  const output = await createTopic(kafka, `cmp-${run}-${name}-${round}`, PARTITIONS);
   const dir = await mkdtemp(join(tmpdir(), `cmp-${name}-`));
   const { command, args: commandArgs, env } = launch(input, output, dir);
   const firstOutput = await watchFirstOutput(output);
@@ -508,7 +491,7 @@ const names = (args.candidates as string).split(",");
 if (WORK > 0 && names.some((name) => !name.startsWith("onceflow-"))) {
   throw new Error("--work is implemented by the onceflow candidates only: leave the others out");
 }
-const input = await createTopic(`cmp-${run}-input`);
+const input = await createTopic(kafka, `cmp-${run}-input`, PARTITIONS);
 await seed(input);
 console.log(
   `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,

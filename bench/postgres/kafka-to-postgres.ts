@@ -39,6 +39,7 @@ import { createConsoleLogger, DiscardingSink, filesystem, Job, runSubtasksInThre
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import { createTopic, writeInput } from "../kafka/input-topic.js";
 import { keyOf, payloadOf, withClient } from "./rows.js";
 
 const { values: args } = parseArgs({
@@ -81,26 +82,12 @@ type Row = [id: number, key: string, payload: string];
 
 /** Writes the input once: key = the id in decimal, value = its 100-byte payload, round-robin. */
 async function seed(topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }],
-    waitForLeaders: true,
+  await createTopic(kafka, topic, PARTITIONS);
+  await writeInput(kafka, topic, {
+    count: RECORDS,
+    partitions: PARTITIONS,
+    message: (id) => ({ key: String(id), value: payloadOf(id) }),
   });
-  await admin.disconnect();
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  const chunk = 10_000;
-  for (let i = 0; i < RECORDS; i += chunk) {
-    const n = Math.min(chunk, RECORDS - i);
-    const messages = Array.from({ length: n }, (_, j) => ({
-      key: String(i + j),
-      value: payloadOf(i + j),
-      partition: (i + j) % PARTITIONS,
-    }));
-    await producer.sendBatch({ topicMessages: [{ topic, messages }] });
-  }
-  await producer.disconnect();
 }
 
 async function deleteTopic(topic: string): Promise<void> {
