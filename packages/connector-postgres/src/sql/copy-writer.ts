@@ -1,7 +1,4 @@
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { PoolClient } from "pg";
-import { from as copyFrom } from "pg-copy-streams";
+import type { Connection, PoolClient } from "pg";
 import { type ColumnEncoding, copyField } from "./copy-text.js";
 import { quote, type TableName } from "./identifiers.js";
 
@@ -39,11 +36,90 @@ export function encodeCopyText(
   return chunks;
 }
 
+/** PostgreSQL starts on a COPY data message only once it has all of it: keep them small. */
+const MESSAGE_BYTES = 64 * 1024;
+const COPY_DATA = 0x64;
+const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
+
+/**
+ * One `COPY … FROM STDIN` as a pg submittable: the statement, every data message and CopyDone are
+ * handed to the socket at once, without waiting for the server's CopyInResponse. pg-copy-streams
+ * waits for it, then for a `drain` per chunk: each of those needs a turn of the event loop, which a
+ * sink encoding its next batch gives only every few milliseconds, so the server sat idle between
+ * them. Sending ahead is allowed: a server whose COPY failed ignores the data messages that follow.
+ */
+class CopyIn {
+  private rowCount = 0;
+  private written = false;
+  private finished = false;
+  private failure: Error | undefined;
+
+  constructor(
+    private readonly text: string,
+    private readonly chunks: readonly (string | Uint8Array)[],
+    private readonly settle: (error: Error | undefined, rowCount: number) => void,
+  ) {}
+
+  submit(connection: Connection): void {
+    const stream = connection.stream;
+    // One writev for the statement and all data (the kernel takes what its buffer holds now).
+    stream.cork();
+    try {
+      connection.query(this.text);
+      for (const chunk of this.chunks) {
+        const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+        for (let start = 0; start < bytes.length; start += MESSAGE_BYTES) {
+          const piece = bytes.subarray(start, Math.min(bytes.length, start + MESSAGE_BYTES));
+          const header = Buffer.allocUnsafe(5);
+          header[0] = COPY_DATA;
+          header.writeUInt32BE(piece.length + 4, 1);
+          stream.write(header);
+          stream.write(piece);
+        }
+      }
+      // The callback runs once everything was written: only then may the caller reuse its buffers.
+      stream.write(COPY_DONE, () => {
+        this.written = true;
+        this.end();
+      });
+    } finally {
+      stream.uncork();
+    }
+  }
+
+  // Called by pg for the messages of this query.
+  handleCopyInResponse(): void {}
+  handleCommandComplete(message: { text?: string }): void {
+    const match = /^COPY (\d+)/.exec(message.text ?? "");
+    if (match !== null) this.rowCount = Number(match[1]);
+  }
+  handleReadyForQuery(): void {
+    this.finished = true;
+    this.end();
+  }
+  handleError(error: Error): void {
+    this.failure ??= error;
+    this.finished = true;
+    this.end();
+  }
+  // pg's query_timeout hook: it replaces this function with one that clears its timer.
+  callback(): void {}
+
+  private end(): void {
+    // A failure may arrive before all data was written: settle only when both happened, so no
+    // buffer is reused while the socket still holds it (a destroyed socket calls back with an error).
+    if (!this.finished || !this.written) return;
+    this.callback();
+    this.settle(this.failure, this.rowCount);
+  }
+}
+
 /**
  * Streams COPY text — Buffers filled by a `CopyTextBuffer`, or strings made by
  * {@link encodeCopyText} — into a table with `COPY … FROM STDIN` on the given client, inside
- * whatever transaction the client has open. Buffers go to the socket as they are (no copy): they
- * must not change until the returned promise settles.
+ * whatever transaction the client has open. The statement and all the data go to the socket in one
+ * write, without waiting for the server between them. Buffers go as they are (no copy): they must
+ * not change until the returned promise settles.
  *
  * @returns the number of rows PostgreSQL reports as copied.
  * @example
@@ -52,14 +128,18 @@ export function encodeCopyText(
  * await copyText(client, tableName("public", "orders"), ["id", "total"], text);
  * ```
  */
-export async function copyText(
+export function copyText(
   client: PoolClient,
   table: TableName,
   columns: readonly string[],
   chunks: readonly (string | Uint8Array)[],
 ): Promise<number> {
   const statement = `COPY ${table.sql} (${columns.map(quote).join(", ")}) FROM STDIN`;
-  const stream = client.query(copyFrom(statement));
-  await pipeline(Readable.from(chunks), stream);
-  return stream.rowCount;
+  return new Promise((resolve, reject) => {
+    client.query(
+      new CopyIn(statement, chunks, (error, rowCount) =>
+        error === undefined ? resolve(rowCount) : reject(error),
+      ),
+    );
+  });
 }
