@@ -17,10 +17,11 @@
 // --records 10000000 the first two show whether RSS stays flat.
 // Machine load (issue 11, goal 2): /proc/stat (all CPUs), /proc/<pid>/stat of the candidate and of
 // the broker (the process listening on the first broker's port, found with `ss -ltnp`, or
-// --broker-pid) are sampled every 100 ms and interpolated at the candidate's first and last
-// processed record: how busy the machine was over that window (busy jiffies / (cores × wall)), the
-// candidate's and the broker's share of it, and the broker's CPU-s per 1M records. A machine near
-// 100 % busy means the rate is the machine's, not the candidate's.
+// --broker-pid; the readers are in bench/process-cpu.ts) are sampled every 100 ms and interpolated
+// at the candidate's first and last processed record: how busy the machine was over that window
+// (busy jiffies / (cores × wall)), the candidate's and the broker's share of it, and the broker's
+// CPU-s per 1M records. A machine near 100 % busy means the rate is the machine's, not the
+// candidate's.
 // Per-record CPU work (goal 2 where the broker is not the limit): --work <n> gives the onceflow
 // candidates' map n passes of FNV-1a, an arithmetic loop, over each value; the result replaces the
 // value's last 4 bytes (candidates/work.mjs, BENCH_WORK). Onceflow candidates only.
@@ -29,7 +30,7 @@
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka
 //   ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092 npx tsx bench/kafka/compare.mts --records 1000000 --rounds 3
 //   … --candidates onceflow-eos,onceflow-eos-threads --records 300000 --rounds 3 --work 60
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -39,6 +40,14 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
+import {
+  brokerPid,
+  CLOCK_TICKS_PER_SECOND,
+  CORES,
+  cpuSeconds,
+  cpuSecondsIfAlive,
+  machineJiffies,
+} from "../process-cpu.js";
 import { createTopic, writeInput } from "./input-topic.js";
 
 const { values: args } = parseArgs({
@@ -63,7 +72,6 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
 const kafka = new Kafka({ brokers, clientId: "onceflow-compare", logLevel: logLevel.NOTHING });
 const run = randomUUID().slice(0, 8);
-const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86_64
 
 interface Launch {
   command: string;
@@ -218,49 +226,7 @@ async function verify(topic: string): Promise<void> {
   }
 }
 
-function cpuSeconds(pid: number): number {
-  // Fields after the command's closing parenthesis: utime and stime are fields 14 and 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-}
-
-/** Busy jiffies of all CPUs together, from the first line of /proc/stat. */
-function machineJiffies(): { busy: number } {
-  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest is in user already);
-  // idle and iowait are not busy.
-  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] as string;
-  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0);
-  return { busy };
-}
-const CORES = readFileSync("/proc/stat", "utf8")
-  .split("\n")
-  .filter((line) => /^cpu\d+ /.test(line)).length;
-
-/** The pid listening on the first broker's port (`ss -ltnp`), or --broker-pid; undefined if unknown. */
-function brokerPid(): number | undefined {
-  if (args["broker-pid"] !== undefined) return Number(args["broker-pid"]);
-  const port = brokers[0]?.split(":").pop();
-  try {
-    const listening = execFileSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" });
-    const pid = /pid=(\d+)/.exec(listening)?.[1];
-    return pid === undefined ? undefined : Number(pid);
-  } catch {
-    return undefined;
-  }
-}
-const BROKER_PID = brokerPid();
-
-/** CPU-s of a process, or undefined once it is gone. */
-function cpuSecondsIfAlive(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    return cpuSeconds(pid);
-  } catch {
-    return undefined;
-  }
-}
+const BROKER_PID = brokerPid(brokers, args["broker-pid"]);
 
 interface CpuSample {
   at: number;
