@@ -25,11 +25,27 @@ export interface Deserializer<T> {
   deserialize(bytes: Buffer, context: DeserializationContext): T;
 }
 
-/** The `deserialize` functions of {@link Deserializers}: none of them reads its context. */
-const contextFree = new WeakSet<Deserializer<unknown>["deserialize"]>();
+/**
+ * A deserializer that reads the bytes `data[start, end)` where they lie, without a Buffer view of
+ * them: the form of the built-in {@link Deserializers} that the source calls.
+ *
+ * @internal Not exported from the package.
+ * @example
+ * ```ts
+ * const string: RangeDeserializer<string> = (data, start, end) => data.toString("utf8", start, end);
+ * ```
+ */
+export type RangeDeserializer<T> = (data: Buffer, start: number, end: number) => T;
 
-function builtIn<T>(deserialize: (bytes: Buffer) => T): Deserializer<T> {
-  contextFree.add(deserialize);
+/**
+ * The `deserialize` functions of {@link Deserializers}, each with its {@link RangeDeserializer}: none
+ * of them reads its context. Keyed by the function, so a copy of the object still counts.
+ */
+const builtIns = new WeakMap<Deserializer<unknown>["deserialize"], RangeDeserializer<unknown>>();
+
+/** A built-in deserializer: `deserialize`, and `range` doing the same on `data[start, end)`. */
+function builtIn<T>(deserialize: (bytes: Buffer) => T, range: RangeDeserializer<T>): Deserializer<T> {
+  builtIns.set(deserialize, range);
   return { deserialize };
 }
 
@@ -45,7 +61,22 @@ function builtIn<T>(deserialize: (bytes: Buffer) => T): Deserializer<T> {
  * ```
  */
 export function ignoresContext(deserializer: Deserializer<unknown>): boolean {
-  return contextFree.has(deserializer.deserialize);
+  return builtIns.has(deserializer.deserialize);
+}
+
+/**
+ * The {@link RangeDeserializer} of one of {@link Deserializers}; `undefined` for any other
+ * deserializer, which gets a Buffer view as its interface says.
+ *
+ * @internal Not exported from the package.
+ * @example
+ * ```ts
+ * rangeDeserializerOf(Deserializers.string())?.(Buffer.from("a,b"), 2, 3); // "b"
+ * rangeDeserializerOf({ deserialize: (bytes) => bytes.length }); // undefined
+ * ```
+ */
+export function rangeDeserializerOf<T>(deserializer: Deserializer<T>): RangeDeserializer<T> | undefined {
+  return builtIns.get(deserializer.deserialize) as RangeDeserializer<T> | undefined;
 }
 
 /**
@@ -59,14 +90,23 @@ export function ignoresContext(deserializer: Deserializer<unknown>): boolean {
 export const Deserializers = {
   /** UTF-8 text. */
   string(): Deserializer<string> {
-    return builtIn((bytes) => bytes.toString("utf8"));
+    return builtIn(
+      (bytes) => bytes.toString("utf8"),
+      (data, start, end) => data.toString("utf8", start, end),
+    );
   },
   /** `JSON.parse` of UTF-8 text; invalid JSON is a deserialization error. */
   json<T = unknown>(): Deserializer<T> {
-    return builtIn((bytes) => JSON.parse(bytes.toString("utf8")) as T);
+    return builtIn(
+      (bytes) => JSON.parse(bytes.toString("utf8")) as T,
+      (data, start, end) => JSON.parse(data.toString("utf8", start, end)) as T,
+    );
   },
   /** The bytes as they are. */
   buffer(): Deserializer<Buffer> {
-    return builtIn((bytes) => bytes);
+    return builtIn(
+      (bytes) => bytes,
+      (data, start, end) => data.subarray(start, end),
+    );
   },
 } as const;

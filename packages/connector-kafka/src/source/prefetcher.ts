@@ -161,7 +161,8 @@ export class Prefetcher {
       this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
     if (result.nextOffset <= state.fetchOffset) return;
     let bytes = 0;
-    for (const r of result.records) bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0) + 64;
+    // Key and value bytes (a null one, length -1, counts 0) plus a record's own overhead.
+    for (const r of result.records) bytes += Math.max(r.keyLength, 0) + Math.max(r.valueLength, 0) + 64;
     state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });
     state.fetchOffset = result.nextOffset;
     this.bufferedBytes += bytes;

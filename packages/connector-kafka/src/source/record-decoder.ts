@@ -1,5 +1,6 @@
 // Turns raw fetched records into `KafkaRecord`s: key, value and header deserialization (the
-// `__proto__` header included), the context made only for deserializers that may read it, and the
+// `__proto__` header included; the built-in deserializers read keys and values in place, others get
+// a view), the context made only for deserializers that may read it, and the
 // `onDeserializationError` policy for a record that fails (fail, skip with a metric, or dead-letter).
 import {
   type Counter,
@@ -9,8 +10,13 @@ import {
   type SourceReaderContext,
 } from "@onceflow/core";
 import type { Kafka, Producer } from "kafkajs";
-import { NO_HEADERS, type RawRecord } from "../internal/kafkajs/internals.js";
-import { type DeserializationContext, type Deserializer, ignoresContext } from "./deserializer.js";
+import { NO_HEADERS, type RawRecord, viewsOf } from "../internal/kafkajs/internals.js";
+import {
+  type DeserializationContext,
+  type Deserializer,
+  ignoresContext,
+  rangeDeserializerOf,
+} from "./deserializer.js";
 import { splitIdOf } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
 import type { DeserializationErrorPolicy } from "./kafka-source-options.js";
@@ -23,6 +29,23 @@ export interface RecordDecoderConfig<K, V, H> {
   readonly value: Deserializer<V>;
   readonly headers: Deserializer<H>;
   readonly onDeserializationError: DeserializationErrorPolicy;
+}
+
+/** The headers of every record without headers: frozen, so no consumer can change another's. */
+const NO_RECORD_HEADERS: Readonly<Record<string, never>> = Object.freeze({});
+
+/** Deserializes the key or value at `data[start, end)`. */
+type ReadBytes<T> = (data: Buffer, start: number, end: number, context: DeserializationContext) => T;
+
+/**
+ * How `deserializer` reads bytes in the fetched data: a built-in one in place (no Buffer view per
+ * record), any other from a view made here, as its interface promises.
+ */
+function readerOf<T>(deserializer: Deserializer<T>): ReadBytes<T> {
+  return (
+    rangeDeserializerOf(deserializer) ??
+    ((data, start, end, context) => deserializer.deserialize(data.subarray(start, end), context))
+  );
 }
 
 /** A record that could not be deserialized: where it is, and the error, for the policy to handle. */
@@ -44,6 +67,8 @@ export class RecordDecoder<K, V, H> {
   private deadLetterProducer: Producer | undefined;
   /** Whether a deserializer may read the context: else one is made only for a record that fails. */
   private readonly needsContext: boolean;
+  private readonly readKey: ReadBytes<K>;
+  private readonly readValue: ReadBytes<V>;
 
   constructor(
     private readonly config: RecordDecoderConfig<K, V, H>,
@@ -55,6 +80,8 @@ export class RecordDecoder<K, V, H> {
       ignoresContext(config.value) &&
       ignoresContext(config.headers)
     );
+    this.readKey = readerOf(config.key);
+    this.readValue = readerOf(config.value);
     this.labels = {
       job: context.jobId,
       operator: context.operatorUid,
@@ -78,16 +105,17 @@ export class RecordDecoder<K, V, H> {
       ? { topic: state.topic, partition: state.partition, offset }
       : state.context;
     try {
-      const headers: Record<string, H | null | Array<H | null>> = {};
-      if (raw.headers !== NO_HEADERS) this.deserializeHeaders(raw.headers, context, headers);
-      const { key, value } = this.config;
+      // Headers first, then key, then value: the first to throw is the record's error.
+      const headers =
+        raw.headers === NO_HEADERS ? NO_RECORD_HEADERS : this.deserializeHeaders(raw.headers, context);
+      const { data, keyStart, keyLength, valueStart, valueLength } = raw;
       return {
         topic: state.topic,
         partition: state.partition,
         offset,
         timestamp: raw.timestamp,
-        key: raw.key === null ? null : key.deserialize(raw.key, context),
-        value: raw.value === null ? null : value.deserialize(raw.value, context),
+        key: keyLength < 0 ? null : this.readKey(data, keyStart, keyStart + keyLength, context),
+        value: valueLength < 0 ? null : this.readValue(data, valueStart, valueStart + valueLength, context),
         headers,
       };
     } catch (error) {
@@ -98,12 +126,12 @@ export class RecordDecoder<K, V, H> {
     }
   }
 
-  /** Deserializes `raw` headers into `headers` (a throw is the record's deserialization error). */
+  /** Deserializes `raw` headers (a throw is the record's deserialization error). */
   private deserializeHeaders(
     raw: RawRecord["headers"],
     context: DeserializationContext,
-    headers: Record<string, H | null | Array<H | null>>,
-  ): void {
+  ): Record<string, H | null | Array<H | null>> {
+    const headers: Record<string, H | null | Array<H | null>> = {};
     const header = (bytes: Buffer | null): H | null =>
       bytes === null ? null : this.config.headers.deserialize(bytes, context);
     for (const [name, value] of Object.entries(raw)) {
@@ -121,6 +149,7 @@ export class RecordDecoder<K, V, H> {
         headers[name] = decoded;
       }
     }
+    return headers;
   }
 
   async onDeserializationError(
@@ -156,12 +185,13 @@ export class RecordDecoder<K, V, H> {
     for (const [name, value] of Object.entries(raw.headers)) {
       if (value !== undefined) headers[name] = value as Buffer | Buffer[];
     }
+    const { key, value } = viewsOf(raw);
     await this.deadLetterProducer.send({
       topic: policy.deadLetterTopic,
       messages: [
         {
-          key: raw.key,
-          value: raw.value,
+          key,
+          value,
           timestamp: String(raw.timestamp),
           headers: {
             ...headers,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeFetchV11, type FetchResponse, fetchedPartitions, partitionKey } from "./fetch-response.js";
+import { type RawRecord, viewsOf } from "./record-batch-decoder.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
 
 function int16(value: number): Buffer {
@@ -57,7 +58,7 @@ function response(topics: Array<[string, PartitionSpec[]]>): Buffer {
   return Buffer.concat(parts);
 }
 
-const values = (records: Array<{ value: Buffer | null }>) => records.map((r) => r.value?.toString());
+const values = (records: RawRecord[]) => records.map((r) => viewsOf(r).value?.toString());
 
 describe("decodeFetchV11", () => {
   it("reads every topic and partition asked for, filtered, with the offset to fetch next", async () => {

@@ -6,8 +6,10 @@
 import {
   type AbortedTransaction,
   decodeRecordSet,
+  NO_HEADERS,
   type RawRecord,
   rawOffset,
+  rawRecordOf,
 } from "./record-batch-decoder.js";
 
 /** What one partition returned in a Fetch. */
@@ -186,8 +188,8 @@ function fromKafkajs(topic: string, data: KafkajsPartition, fetchOffset: bigint)
 /**
  * The records of a partition that kafkajs decoded, as {@link RawRecord}s: those at or past
  * `fetchOffset`, control records and aborted transactions removed ({@link withoutAborted}), headers
- * made own properties ({@link ownHeaders}). `nextOffset` is past the batch of every message, and
- * never below `fetchOffset`.
+ * made own properties ({@link ownHeaders}), {@link NO_HEADERS} for none. `nextOffset` is past the
+ * batch of every message, and never below `fetchOffset`.
  *
  * @example
  * ```ts
@@ -208,13 +210,15 @@ export function recordsFromKafkajs(
     if (BigInt(message.offset) >= fetchOffset) within.push(message);
   }
   const records = withoutAborted(within, abortedTransactions).map(
-    (m): RawRecord => ({
-      offset: rawOffset(BigInt(m.offset)),
-      timestamp: Number(m.timestamp),
-      key: m.key,
-      value: m.value,
-      headers: ownHeaders(m.headers),
-    }),
+    (m): RawRecord =>
+      rawRecordOf({
+        offset: rawOffset(BigInt(m.offset)),
+        timestamp: Number(m.timestamp),
+        key: m.key,
+        value: m.value,
+        // kafkajs gives a record without headers `{}`: the shared NO_HEADERS, as the lean decoder.
+        headers: Object.keys(m.headers).length === 0 ? NO_HEADERS : ownHeaders(m.headers),
+      }),
   );
   return { records, nextOffset };
 }

@@ -37,7 +37,13 @@ export {
   ownHeaders,
   withoutAborted,
 } from "./fetch-response.js";
-export { NO_HEADERS, offsetAfter, type RawOffset, type RawRecord } from "./record-batch-decoder.js";
+export {
+  NO_HEADERS,
+  offsetAfter,
+  type RawOffset,
+  type RawRecord,
+  viewsOf,
+} from "./record-batch-decoder.js";
 
 /** A request as kafkajs' protocol modules build it: encoder, decoder/parser and timeout. */
 interface ProtocolRequest {

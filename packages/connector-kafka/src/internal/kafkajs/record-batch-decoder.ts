@@ -1,6 +1,7 @@
 /**
  * Kafka's record batches (magic 2) decoded straight from a Fetch response buffer into
- * {@link RawRecord}s: keys, values and header values are views into the response (no copy), varints
+ * {@link RawRecord}s: keys and values are positions in the response (no copy, no view: the built-in
+ * deserializers read them in place), header values are views into it, varints
  * are read inline, offsets are computed from the batch's base offset with number arithmetic where
  * exact, and control and aborted records are dropped while decoding, so no intermediate record
  * object is made. kafkajs's `recordBatch/v0/decoder` made one large object per record (batch
@@ -51,14 +52,35 @@ const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder
  */
 export type RawOffset = number | bigint;
 
-/** A record as read from a partition, before deserialization. */
+/**
+ * A record as read from a partition, before deserialization. Its key and value are where they lie in
+ * `data`, not Buffer views: records wait in the prefetch buffer, so two views per record outlived
+ * young-generation GCs, and the built-in deserializers read the bytes in place anyway.
+ * {@link viewsOf} makes the views where one is needed; {@link rawRecordOf} makes a record of views.
+ * Every record has these fields in this order (one hidden class on the hot path).
+ */
 export interface RawRecord {
+  offset: RawOffset;
+  timestamp: number;
+  /** The bytes the key and value lie in: the Fetch response, or a decompressed batch. */
+  data: Buffer;
+  keyStart: number;
+  /** -1 for a null key (as Kafka writes it). */
+  keyLength: number;
+  valueStart: number;
+  /** -1 for a null value. */
+  valueLength: number;
+  /** {@link NO_HEADERS} (shared, frozen) when the record has none. */
+  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
+}
+
+/** A {@link RawRecord} with its key and value as Buffers (or `null`), as kafkajs's decoders give them. */
+export interface RawRecordViews {
   offset: RawOffset;
   timestamp: number;
   key: Buffer | null;
   value: Buffer | null;
-  /** {@link NO_HEADERS} (shared, frozen) when the record has none. */
-  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
+  headers: RawRecord["headers"];
 }
 
 /** An aborted transaction as a Fetch response lists it: the producer and its first offset. */
@@ -90,6 +112,67 @@ const TWO_POW_32 = 4294967296;
 
 /** Shared by every record without headers; frozen, so no reader can change another's. */
 export const NO_HEADERS: Readonly<Record<string, Buffer | null | Array<Buffer | null>>> = Object.freeze({});
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A {@link RawRecord} of a key and a value given as Buffers (kafkajs's decoders, tests). Both views
+ * of one memory (as kafkajs's decoders make them) are located in it; else they are copied into one
+ * Buffer.
+ *
+ * @example
+ * ```ts
+ * const raw = rawRecordOf({ offset: 0, timestamp: 0, key: null, value: Buffer.from("v"), headers: NO_HEADERS });
+ * viewsOf(raw).value?.toString(); // "v"
+ * ```
+ */
+export function rawRecordOf(views: RawRecordViews): RawRecord {
+  const { key, value } = views;
+  let data: Buffer;
+  let keyStart = 0;
+  let valueStart = 0;
+  if (key === null || value === null) {
+    data = key ?? value ?? EMPTY;
+  } else if (key.buffer === value.buffer) {
+    data = Buffer.from(key.buffer);
+    keyStart = key.byteOffset;
+    valueStart = value.byteOffset;
+  } else {
+    data = Buffer.concat([key, value]);
+    valueStart = key.length;
+  }
+  // The fields in the order decodeRecords writes them.
+  return {
+    offset: views.offset,
+    timestamp: views.timestamp,
+    data,
+    keyStart,
+    keyLength: key === null ? -1 : key.length,
+    valueStart,
+    valueLength: value === null ? -1 : value.length,
+    headers: views.headers,
+  };
+}
+
+/**
+ * The record with its key and value as views into its `data` (`null` when absent), made now, for
+ * what needs Buffers: the dead-letter topic, tests. (Not on the hot path.)
+ *
+ * @example
+ * ```ts
+ * const { key, value } = viewsOf(raw);
+ * ```
+ */
+export function viewsOf(record: RawRecord): RawRecordViews {
+  const { data, keyStart, keyLength, valueStart, valueLength } = record;
+  return {
+    offset: record.offset,
+    timestamp: record.timestamp,
+    key: keyLength < 0 ? null : data.subarray(keyStart, keyStart + keyLength),
+    value: valueLength < 0 ? null : data.subarray(valueStart, valueStart + valueLength),
+    headers: record.headers,
+  };
+}
 
 /**
  * `offset` as a {@link RawOffset}: a number when exact, else the bigint itself.
@@ -214,7 +297,7 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
     for (const record of decoded) {
       filter.advance(record.offset);
       if (control) {
-        if (isAbortMarker(record.key)) filter.end(producerId);
+        if (isAbortMarker(record)) filter.end(producerId);
       } else if (!filter.has(producerId)) {
         records.push(record);
       }
@@ -255,18 +338,13 @@ function decodeRecords(
     at++; // record attributes: unused
     const timestampDelta = readVarlong(data);
     const offsetDelta = readVarint(data);
+    // Where the key and value lie, not views of them (see RawRecord).
     const keyLength = readVarint(data);
-    let key: Buffer | null = null;
-    if (keyLength >= 0) {
-      key = data.subarray(at, at + keyLength);
-      at += keyLength;
-    }
+    const keyStart = at;
+    if (keyLength > 0) at += keyLength;
     const valueLength = readVarint(data);
-    let value: Buffer | null = null;
-    if (valueLength >= 0) {
-      value = data.subarray(at, at + valueLength);
-      at += valueLength;
-    }
+    const valueStart = at;
+    if (valueLength > 0) at += valueLength;
     const headerCount = readVarint(data);
     const headers = headerCount <= 0 ? NO_HEADERS : readHeaders(data, headerCount);
     if (at > recordEnd || recordEnd > stop) {
@@ -282,8 +360,11 @@ function decodeRecords(
           ? offset
           : rawOffset(batch.baseOffset + BigInt(offsetDelta)),
       timestamp: batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
-      key,
-      value,
+      data,
+      keyStart,
+      keyLength: keyLength < 0 ? -1 : keyLength,
+      valueStart,
+      valueLength: valueLength < 0 ? -1 : valueLength,
       headers,
     });
   }
@@ -389,9 +470,12 @@ function readInt64AsNumber(data: Buffer, offset: number): number {
   return data.readInt32BE(offset) * TWO_POW_32 + data.readUInt32BE(offset + 4);
 }
 
-function isAbortMarker(key: Buffer | null): boolean {
-  // Control record key: version int16, type int16 (0 abort, 1 commit).
-  return key !== null && key.length === 4 && key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0;
+function isAbortMarker(record: RawRecord): boolean {
+  // Control record key: version int16, type int16 (0 abort, 1 commit); read in place.
+  const { data, keyStart: k } = record;
+  return (
+    record.keyLength === 4 && data[k] === 0 && data[k + 1] === 0 && data[k + 2] === 0 && data[k + 3] === 0
+  );
 }
 
 /**
@@ -441,13 +525,15 @@ async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RawRec
   for (const message of messages) {
     const offset = BigInt(message.offset);
     if (offset < fetchOffset) continue;
-    out.push({
-      offset: rawOffset(offset),
-      timestamp: Number(message.timestamp ?? -1),
-      key: message.key,
-      value: message.value,
-      headers: NO_HEADERS,
-    });
+    out.push(
+      rawRecordOf({
+        offset: rawOffset(offset),
+        timestamp: Number(message.timestamp ?? -1),
+        key: message.key,
+        value: message.value,
+        headers: NO_HEADERS,
+      }),
+    );
   }
 }
 
