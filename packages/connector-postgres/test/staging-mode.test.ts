@@ -102,6 +102,39 @@ describe("PostgresSink in staging mode (driven by hand)", () => {
     await driver.close();
   });
 
+  it.each([
+    ["by default, in the background: the notification returns while the move waits", undefined, true],
+    ["with backgroundCommits: false, inline: the notification waits for the move", false, false],
+  ] as const)("commits %s", async (_, backgroundCommits, returnsFirst) => {
+    const sinkId = uniqueName("s");
+    const extra = backgroundCommits === undefined ? {} : { backgroundCommits };
+    const driver = new SinkDriver(sinkFor(sinkId, extra));
+    await driver.start();
+    await driver.write(...tagged(sinkId, 0, 4));
+    await driver.snapshot(1);
+    // Another session holds the target table: the move (INSERT … SELECT) waits for its lock.
+    const { Client } = (await import("pg")).default;
+    const holder = new Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query(`LOCK TABLE ${schema}.${table} IN ACCESS EXCLUSIVE MODE`);
+      let returned = false;
+      const notified = (driver.sink as PostgresSink<Event>).notifyCheckpointComplete(1).then(() => {
+        returned = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(returned).toBe(returnsFirst);
+      await holder.query("COMMIT");
+      await notified;
+      await (driver.sink as PostgresSink<Event>).awaitBackgroundCommit();
+    } finally {
+      await holder.end();
+    }
+    expect(await idsOf(sinkId)).toEqual(range(0, 4));
+    await driver.close();
+  });
+
   it("recovers: moves the restored checkpoint's rows and discards rows of checkpoints that never completed", async () => {
     const sinkId = uniqueName("s");
     const before = await stagingTables();

@@ -73,8 +73,10 @@ export interface PostgresSinkCommonOptions extends PostgresConnectionOptions {
   readonly commitRetry?: CommitRetryOptions;
   /**
    * Commit each checkpoint in the background while records keep flowing (core's
-   * `backgroundCommits`, default `false`). Worth it in staging mode, whose commit rewrites the
-   * checkpoint's rows into the target; exactly-once is the same either way.
+   * `backgroundCommits`). Default: `true` in staging mode (also when `auto` picks it), whose commit
+   * rewrites the checkpoint's rows into the target; `false` in prepared mode, whose
+   * `COMMIT PREPARED` is quick. Exactly-once is the same either way; in the background a commit
+   * that fails for good fails the job at the sink's next call instead of in the notification.
    */
   readonly backgroundCommits?: boolean;
 }

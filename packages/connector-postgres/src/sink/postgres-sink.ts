@@ -197,6 +197,15 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
 
   // ---- TwoPhaseCommitSink -----------------------------------------------------------------------
 
+  /**
+   * `backgroundCommits` when given; otherwise on in staging mode, whose commit rewrites the
+   * checkpoint's rows into the target (records keep flowing meanwhile), off in prepared mode, whose
+   * `COMMIT PREPARED` is quick.
+   */
+  protected override commitsInBackground(): boolean {
+    return this.options.backgroundCommits ?? this.attempt?.setup.mode === "staging";
+  }
+
   protected override async beginTransaction(): Promise<PostgresTransaction> {
     const { setup } = await this.ready();
     const sequence = this.sequence++;

@@ -119,6 +119,9 @@ export class SinkDriver<IN> {
 
   async complete(checkpointId: number): Promise<void> {
     await this.sink.notifyCheckpointComplete(checkpointId);
+    // Staging mode commits in the background by default: the checkpoint's output is visible (or
+    // its commit's failure thrown) once it ends.
+    await (this.sink as { awaitBackgroundCommit?: () => Promise<void> }).awaitBackgroundCommit?.();
   }
 
   async finish(): Promise<void> {

@@ -816,6 +816,40 @@ describe("TwoPhaseCommitSink with backgroundCommits", () => {
     expect(journal.committed).toEqual(["a"]);
   });
 
+  it("asks commitsInBackground() at every notification: a subclass decides once it runs", async () => {
+    class Deciding extends GatedSink {
+      background = false;
+      protected override commitsInBackground(): boolean {
+        return this.background;
+      }
+    }
+    const journal = new SinkJournal();
+    const sink = new Deciding(journal, { commitRetry: fastRetry });
+    const harness = new SinkTestHarness(sink);
+    await harness.initialize();
+    await harness.write("a");
+    await harness.snapshot(1);
+    // Inline: the notification waits for the commit.
+    let returned = false;
+    const inline = harness.notifyComplete(1).then(() => {
+      returned = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(returned).toBe(false);
+    sink.openGate();
+    await inline;
+    expect(journal.committed).toEqual(["a"]);
+    // In the background: the notification returns while the commit waits at the gate.
+    sink.background = true;
+    await harness.write("b");
+    await harness.checkpoint(2);
+    expect(journal.callsOf("commit-start")).toEqual(["commit-start t1", "commit-start t2"]);
+    expect(journal.committed).toEqual(["a"]);
+    sink.openGate();
+    await sink.awaitBackgroundCommit();
+    expect(journal.committed).toEqual(["a", "b"]);
+  });
+
   it("close() waits for a commit still running", async () => {
     const { journal, sink, harness } = gated();
     await harness.initialize();

@@ -537,7 +537,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     // One commit at a time, in order: also what keeps the background backlog at one.
     await this.awaitBackgroundCommit();
-    if (!this.backgroundCommits || this.finishing) {
+    if (!this.commitsInBackground() || this.finishing) {
       await this.commitUpTo(checkpointId, false);
       return;
     }
@@ -553,6 +553,25 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     void running.finally(() => {
       if (this.committing === running) this.committing = undefined;
     });
+  }
+
+  /**
+   * Whether {@link notifyCheckpointComplete} commits in the background: asked at every
+   * notification, `backgroundCommits` by default. Override it when the sink knows better only once
+   * it runs (PostgresSink commits in the background by default in staging mode, which `auto` may
+   * pick at start). `commit` must then tolerate running beside `invoke` and `preCommit`.
+   *
+   * @example
+   * ```ts
+   * class MySink extends TwoPhaseCommitSink<Row, Txn> {
+   *   protected override commitsInBackground(): boolean {
+   *     return this.slowCommits; // known once connected
+   *   }
+   * }
+   * ```
+   */
+  protected commitsInBackground(): boolean {
+    return this.backgroundCommits;
   }
 
   /**
