@@ -83,6 +83,15 @@ describe("copyText", () => {
     expect((await client.query("SELECT 'still here' AS status")).rows).toEqual([{ status: "still here" }]);
   });
 
+  it("rejects on a client that was closed, instead of waiting for a write that never comes", async () => {
+    const closed = new pg.Client({ connectionString: url });
+    await closed.connect();
+    await closed.end();
+    await expect(
+      copyText(closed as unknown as pg.PoolClient, target, ["id", "payload"], [lines(0, 10, "x")]),
+    ).rejects.toThrow(/not queryable/);
+  });
+
   it("copies nothing from no chunks", async () => {
     await expect(copyText(client as unknown as pg.PoolClient, target, ["id", "payload"], [])).resolves.toBe(
       0,

@@ -50,8 +50,11 @@ const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
  */
 class CopyIn {
   private rowCount = 0;
+  /** pg may fail a query it never submits (a closed client): then there is nothing to wait for. */
+  private submitted = false;
   private written = false;
   private finished = false;
+  private settled = false;
   private failure: Error | undefined;
 
   constructor(
@@ -61,6 +64,7 @@ class CopyIn {
   ) {}
 
   submit(connection: Connection): void {
+    this.submitted = true;
     const stream = connection.stream;
     // One writev for the statement and all data (the kernel takes what its buffer holds now).
     stream.cork();
@@ -108,7 +112,8 @@ class CopyIn {
   private end(): void {
     // A failure may arrive before all data was written: settle only when both happened, so no
     // buffer is reused while the socket still holds it (a destroyed socket calls back with an error).
-    if (!this.finished || !this.written) return;
+    if (this.settled || !this.finished || (this.submitted && !this.written)) return;
+    this.settled = true;
     this.callback();
     this.settle(this.failure, this.rowCount);
   }
