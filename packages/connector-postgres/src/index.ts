@@ -23,7 +23,8 @@ export type {
   PostgresSinkOptions,
   PostgresSinkTableOptions,
 } from "./sink/options.js";
+export { defaultSinkId } from "./sink/options-check.js";
 export type { PostgresTransaction } from "./sink/postgres-sink.js";
-export { defaultSinkId, PostgresSink } from "./sink/postgres-sink.js";
+export { PostgresSink } from "./sink/postgres-sink.js";
 export { preparedGid } from "./sink/prepared-mode.js";
 export type { PostgresConnectionOptions } from "./sql/pool.js";

@@ -2,7 +2,7 @@ import { type Logger, silentLogger } from "@onceflow/core";
 import pg from "pg";
 import { asConfigurationProblem } from "../errors/permanent-errors.js";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
-import { checkSinkId } from "../sink/postgres-sink.js";
+import { checkSinkId } from "../sink/options-check.js";
 import { stageTablesPrefix } from "../sink/staging-mode.js";
 import { literal, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";

@@ -1,5 +1,4 @@
 import {
-  CheckpointError,
   type CommitErrorClassification,
   type FunctionSnapshotContext,
   isOnceflowError,
@@ -9,33 +8,18 @@ import {
   type TypeSerializer,
 } from "@onceflow/core";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
-import { CopyTextBuffer } from "../sql/copy-buffer.js";
-import { shortHash } from "../sql/identifiers.js";
 import { isTransient, SqlState, sqlState } from "../sql/pg-errors.js";
 import { withClient } from "../sql/pool.js";
 import { rollBackLeftovers, subtasksWithLeftovers } from "./leftovers.js";
-import type { PostgresSinkMode, PostgresSinkOptions, PostgresSinkTableOptions } from "./options.js";
+import type { PostgresSinkMode, PostgresSinkOptions } from "./options.js";
+import { checkSinkId, checkTableOptions, defaultSinkId, invalid, positiveInteger } from "./options-check.js";
+import { OutgoingBatches } from "./outgoing-batches.js";
 import { PreparedMode } from "./prepared-mode.js";
-import {
-  type OpenHandle,
-  type OutgoingBatch,
-  type PostgresTransaction,
-  SEQ_COLUMN,
-  type SinkMode,
-  type SinkSetup,
-  type TargetTable,
-} from "./sink-mode.js";
+import type { PostgresTransaction, SinkMode, SinkSetup } from "./sink-mode.js";
 import { startSinkSetup } from "./sink-setup.js";
 import { StagingMode, stageTableName } from "./staging-mode.js";
 
 export type { PostgresTransaction } from "./sink-mode.js";
-
-const SINK_ID = /^[A-Za-z0-9_.:]{1,150}$/;
-
-/** COPY buffers kept for reuse per sink: one batch is collected while one is in flight. */
-const SPARE_BUFFERS = 2;
-/** A buffer grown beyond this (huge rows) is left to the garbage collector instead of kept. */
-const SPARE_BUFFER_BYTES = 16 * 1024 * 1024;
 
 /** Who runs a `sinkId/subtask` in this process: an attempt of one job. */
 interface SinkClaim {
@@ -86,24 +70,6 @@ interface Attempt {
 }
 
 /**
- * The default sink id: `<jobId>.<operatorUid>`, with characters other than letters, digits, `_`,
- * `.` and `:` replaced by `_` (plus a short hash of the original when anything was replaced, so two
- * ids that differ only there stay apart).
- *
- * @example
- * ```ts
- * defaultSinkId("orders", "out"); // "orders.out"
- * defaultSinkId("g2-pg", "out"); // "g2_pg.out_d5bc50"
- * ```
- */
-export function defaultSinkId(jobId: string, operatorUid: string): string {
-  const raw = `${jobId}.${operatorUid}`;
-  const safe = raw.replace(/[^A-Za-z0-9_.:]/g, "_");
-  const id = safe === raw ? raw : `${safe}_${shortHash(raw, 6)}`;
-  return id.length <= 150 ? id : `${id.slice(0, 137)}_${shortHash(raw, 12)}`;
-}
-
-/**
  * An exactly-once sink into PostgreSQL — the counterpart of Flink's `JdbcSink.exactlyOnceSink`,
  * built on onceflow's {@link TwoPhaseCommitSink}. Rows of each checkpoint interval become visible
  * together, once, when the checkpoint completes, whatever crashes in between.
@@ -138,17 +104,15 @@ export function defaultSinkId(jobId: string, operatorUid: string): string {
  */
 export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction> {
   private readonly options: PostgresSinkOptions<IN>;
-  private readonly batchSize: number;
   private readonly lockTimeout: number;
   private readonly markerRetention: number;
   private readonly requestedMode: PostgresSinkMode;
-  private readonly handles = new WeakMap<PostgresTransaction, OpenHandle>();
   /** The running attempt's setup, started on first use; cleared by `close()`. */
   private attemptPromise: Promise<Attempt> | undefined;
   private attempt: Attempt | undefined;
   private sequence = 0;
-  /** Emptied COPY buffers of sent batches, reused for the next ones (no new memory per batch). */
-  private readonly spareBuffers: CopyTextBuffer[] = [];
+  /** The open transactions' batches: collected as records arrive, sent one at a time. */
+  private readonly batches: OutgoingBatches<IN>;
 
   constructor(options: PostgresSinkOptions<IN>) {
     super({
@@ -165,7 +129,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
         `must be 'prepared', 'staging' or 'auto', got ${JSON.stringify(this.requestedMode)}`,
       );
     }
-    this.batchSize = positiveInteger("batchSize", options.batchSize ?? 5000);
+    const batchSize = positiveInteger("batchSize", options.batchSize ?? 5000);
     this.lockTimeout = positiveInteger("lockTimeout", options.lockTimeout ?? 10_000);
     this.markerRetention = positiveInteger("markerRetention", options.markerRetention ?? 100);
     if (options.sinkId !== undefined) checkSinkId(options.sinkId);
@@ -181,6 +145,17 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     } else {
       checkTableOptions(options);
     }
+    this.batches = new OutgoingBatches({
+      name: this.name,
+      batchSize,
+      sink: options,
+      target: async () => (await this.ready()).setup.target,
+      send: async (txn, handle, batch) => {
+        const attempt = await this.ready();
+        await this.modeOf(attempt, txn).send(txn, handle, batch);
+      },
+      describe: (txn) => this.describeTransaction(txn),
+    });
   }
 
   /**
@@ -219,14 +194,14 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     };
     if (setup.mode === "staging")
       txn.stageTable = stageTableName(setup.sinkId, setup.subtask, setup.epoch, sequence);
-    this.handles.set(txn, { records: [], copy: undefined, stageCreated: false, nextSeq: 0 });
+    this.batches.open(txn);
     return txn;
   }
 
   protected override async invoke(txn: PostgresTransaction, value: IN): Promise<void> {
-    const handle = this.handleOf(txn);
+    const handle = this.batches.handleOf(txn);
     const target = (this.attempt ?? (await this.ready())).setup.target;
-    if (this.append(handle, target, value) >= this.batchSize) await this.flush(txn, handle);
+    if (this.batches.append(handle, target, value)) await this.batches.flush(txn, handle);
   }
 
   protected override async invokeBatch(
@@ -234,10 +209,10 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     values: readonly IN[],
     _context: SinkContext,
   ): Promise<void> {
-    const handle = this.handleOf(txn);
+    const handle = this.batches.handleOf(txn);
     const target = (this.attempt ?? (await this.ready())).setup.target;
     for (const value of values) {
-      if (this.append(handle, target, value) >= this.batchSize) await this.flush(txn, handle);
+      if (this.batches.append(handle, target, value)) await this.batches.flush(txn, handle);
     }
   }
 
@@ -246,9 +221,9 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     checkpoint: FunctionSnapshotContext,
   ): Promise<void> {
     const attempt = await this.ready();
-    const handle = this.handleOf(txn);
-    await this.flush(txn, handle);
-    await this.settle(handle);
+    const handle = this.batches.handleOf(txn);
+    await this.batches.flush(txn, handle);
+    await this.batches.settle(handle);
     txn.checkpointId = checkpoint.checkpointId;
     await this.modeOf(attempt, txn).preCommit(txn, handle, checkpoint.checkpointId);
   }
@@ -267,14 +242,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
   /** Rolls back the open transaction, and a pending one's prepared gid or staging table. */
   protected override async abort(txn: PostgresTransaction): Promise<void> {
     const attempt = await this.ready();
-    const handle = this.handles.get(txn);
-    if (handle !== undefined) {
-      handle.records = [];
-      // Never sent: its memory can serve the next transaction.
-      if (handle.copy !== undefined) this.recycle(handle.copy);
-      handle.copy = undefined;
-      await this.settle(handle).catch(() => undefined);
-    }
+    const handle = await this.batches.discard(txn);
     await this.modeOf(attempt, txn).abort(txn, handle);
   }
 
@@ -445,134 +413,6 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
     return txn.mode === "prepared" ? attempt.prepared : attempt.staging;
   }
 
-  // ---- writing ----------------------------------------------------------------------------------
-
-  private handleOf(txn: PostgresTransaction): OpenHandle {
-    const handle = this.handles.get(txn);
-    if (handle === undefined) {
-      throw new CheckpointError(
-        "CHECKPOINT_FAILED",
-        `${this.name}: ${this.describeTransaction(txn)} is not open in this process`,
-      );
-    }
-    return handle;
-  }
-
-  /**
-   * Adds one record to the open batch: as COPY text for a table write (the row objects are garbage
-   * right away), as it is for a custom write.
-   *
-   * @returns how many rows the batch holds now.
-   */
-  private append(handle: OpenHandle, target: TargetTable | undefined, value: IN): number {
-    const row = this.rowOf(value);
-    if (target === undefined) return handle.records.push(row);
-    let copy = handle.copy;
-    if (copy === undefined) {
-      copy = this.spareBuffers.pop() ?? new CopyTextBuffer();
-      handle.copy = copy;
-    }
-    if (target.upsert === undefined) copy.appendRow(row as readonly unknown[], target.encodings);
-    else {
-      // Upserts numbered, so the last record of a key wins.
-      copy.appendRow(row as readonly unknown[], target.encodings, handle.nextSeq);
-      handle.nextSeq++;
-    }
-    return copy.rows;
-  }
-
-  private rowOf(value: IN): unknown {
-    const options = this.options;
-    if (options.write !== undefined) return value;
-    const row = options.toRow === undefined ? (value as unknown) : options.toRow(value);
-    if (Array.isArray(row)) {
-      if (row.length !== options.columns.length) {
-        throw invalid(
-          "toRow",
-          `returned ${row.length} values for ${options.columns.length} columns (${options.columns.join(", ")})`,
-        );
-      }
-      return row;
-    }
-    if (typeof row !== "object" || row === null) {
-      throw invalid(
-        "toRow",
-        `must return an array (in 'columns' order) or an object keyed by column, got ${typeof row}`,
-      );
-    }
-    const record = row as Record<string, unknown>;
-    return options.columns.map((column) => record[column]);
-  }
-
-  /**
-   * Sends the open batch. One batch stays in flight while the next is collected (encoded as its
-   * rows arrive), so encoding and the server's work overlap; memory stays at two batches of COPY
-   * text. A failure surfaces at the next flush or at the pre-commit, which waits for the last batch.
-   */
-  private async flush(txn: PostgresTransaction, handle: OpenHandle): Promise<void> {
-    const pending = handle.records.length > 0 || (handle.copy?.rows ?? 0) > 0;
-    const batch = pending ? this.takeBatch(handle, (await this.ready()).setup.target) : undefined;
-    await this.settle(handle);
-    if (batch === undefined) return;
-    const sending = this.send(txn, handle, batch);
-    // Observed here so a failure never becomes an unhandled rejection; settle() rethrows it.
-    sending.catch(() => undefined);
-    handle.inFlight = sending;
-  }
-
-  /** Waits for the batch in flight, rethrowing its failure. */
-  private async settle(handle: OpenHandle): Promise<void> {
-    const inFlight = handle.inFlight;
-    if (inFlight === undefined) return;
-    try {
-      await inFlight;
-    } finally {
-      handle.inFlight = undefined;
-    }
-  }
-
-  /** The open batch, taken out of the handle (which starts a new one); `undefined` when empty. */
-  private takeBatch(handle: OpenHandle, target: TargetTable | undefined): OutgoingBatch | undefined {
-    if (handle.records.length > 0) {
-      const records = handle.records;
-      handle.records = [];
-      return { kind: "records", count: records.length, records };
-    }
-    const copy = handle.copy;
-    if (copy === undefined || copy.rows === 0) return undefined;
-    if (target === undefined) {
-      throw new CheckpointError(
-        "CHECKPOINT_FAILED",
-        `${this.name}: rows were encoded for a table, but this attempt has no target table`,
-      );
-    }
-    handle.copy = undefined;
-    const upsert = target.upsert !== undefined;
-    return {
-      kind: "copy",
-      count: copy.rows,
-      columns: upsert ? [SEQ_COLUMN, ...target.columns] : target.columns,
-      copy,
-      rowAt: (line) => copy.rowAt(line, target.displays, upsert ? 1 : 0),
-    };
-  }
-
-  private async send(txn: PostgresTransaction, handle: OpenHandle, batch: OutgoingBatch): Promise<void> {
-    const attempt = await this.ready();
-    await this.modeOf(attempt, txn).send(txn, handle, batch);
-    txn.rows += batch.count;
-    // Only after a COPY that completed: the socket no longer holds its bytes. A failed one's
-    // buffer is left to the garbage collector (its connection may still be writing it).
-    if (batch.kind === "copy") this.recycle(batch.copy);
-  }
-
-  /** Keeps an emptied COPY buffer for the next batch (at most two, none beyond 16 MiB). */
-  private recycle(copy: CopyTextBuffer): void {
-    if (this.spareBuffers.length >= SPARE_BUFFERS || copy.capacity > SPARE_BUFFER_BYTES) return;
-    copy.reset();
-    this.spareBuffers.push(copy);
-  }
-
   private checkOwnTransaction(setup: SinkSetup, txn: PostgresTransaction): void {
     if (txn.sinkId !== setup.sinkId) {
       throw new PostgresConfigurationError(
@@ -581,68 +421,5 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
         `the restored checkpoint holds a transaction of sink "${txn.sinkId}", but this sink's id is "${setup.sinkId}": keep 'sinkId' (and the job id and operator uid it defaults from) stable across restarts`,
       );
     }
-  }
-}
-
-function invalid(setting: string, problem: string): PostgresConfigurationError {
-  return new PostgresConfigurationError(setting, PostgresErrorReason.invalidOption, problem);
-}
-
-function positiveInteger(setting: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw invalid(setting, `must be a whole number of at least 1, got ${value}`);
-  return value;
-}
-
-/**
- * Checks that a sink id is usable in gids and staging table names (also for the admin functions).
- *
- * @throws PostgresConfigurationError `INVALID_SINK_ID`.
- * @example
- * ```ts
- * checkSinkId("orders.out"); // fine; "orders-out" throws
- * ```
- */
-export function checkSinkId(sinkId: string): void {
-  if (typeof sinkId !== "string" || !SINK_ID.test(sinkId)) {
-    throw new PostgresConfigurationError(
-      "sinkId",
-      PostgresErrorReason.invalidSinkId,
-      `${JSON.stringify(sinkId)} is not usable: use 1–150 letters, digits, '_', '.' or ':' (no '-', which separates the subtask and checkpoint in gids, and gids must stay under 200 bytes)`,
-    );
-  }
-}
-
-function checkTableOptions<IN>(options: PostgresSinkTableOptions<IN>): void {
-  if (typeof options.table !== "string" || options.table.length === 0) {
-    throw invalid("table", "give the target table's name (or a custom 'write' function)");
-  }
-  if (!Array.isArray(options.columns) || options.columns.length === 0) {
-    throw invalid("columns", "give the columns to write, in the order toRow returns them");
-  }
-  if (new Set(options.columns).size !== options.columns.length)
-    throw invalid("columns", "lists a column twice");
-  if (options.columns.includes(SEQ_COLUMN))
-    throw invalid("columns", `"${SEQ_COLUMN}" is reserved by the sink`);
-  if (options.toRow !== undefined && typeof options.toRow !== "function")
-    throw invalid("toRow", "must be a function");
-  const operation = options.operation ?? { type: "insert" };
-  if (operation.type === "upsert") {
-    if (!Array.isArray(operation.conflictColumns) || operation.conflictColumns.length === 0) {
-      throw invalid(
-        "operation.conflictColumns",
-        "an upsert needs the columns of a unique index or constraint",
-      );
-    }
-    for (const column of [...operation.conflictColumns, ...(operation.updateColumns ?? [])]) {
-      if (!options.columns.includes(column)) {
-        throw invalid("operation", `column "${column}" is not in 'columns' (${options.columns.join(", ")})`);
-      }
-    }
-  } else if (operation.type !== "insert") {
-    throw invalid(
-      "operation",
-      `type must be 'insert' or 'upsert', got ${JSON.stringify((operation as { type: unknown }).type)}`,
-    );
   }
 }

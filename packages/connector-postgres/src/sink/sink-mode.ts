@@ -115,7 +115,7 @@ export interface SinkSetup {
 /**
  * How one mode makes a transaction's rows durable, visible and gone: {@link PreparedMode}
  * (`PREPARE TRANSACTION` / `COMMIT PREPARED`) or {@link StagingMode} (a staging table moved into the
- * target). {@link PostgresSink} encodes rows and drives one of them.
+ * target). {@link PostgresSink} drives one of them; its `OutgoingBatches` encodes the rows and hands them to `send`.
  *
  * @example
  * ```ts
