@@ -14,7 +14,10 @@
 // /proc/<pid>/status when 1 M records were processed and at the end of the input (the last progress
 // line, every 100,000 records, while the job still runs), the median of VmRSS sampled every 250 ms,
 // and VmHWM (the kernel's peak RSS) — with
-// --records 10000000 the first two show whether RSS stays flat.
+// --records 10000000 the first two show whether RSS stays flat. Single samples swing with garbage
+// collection, so RSS is also sampled every 50 ms with the records processed so far, and the median
+// over the second tenth of the input (after the start) is set against the median over its last
+// tenth: the steady-state drift.
 // Machine load (issue 11, goal 2): /proc/stat (all CPUs), /proc/<pid>/stat of the candidate and of
 // the broker (the process listening on the first broker's port, found with `ss -ltnp`, or
 // --broker-pid; the readers are in bench/process-cpu.ts) are sampled every 100 ms and interpolated
@@ -339,6 +342,8 @@ interface Measurement {
   rssMedianMiB: number | undefined;
   /** VmHWM (MiB) at the end: the peak RSS of the whole run. */
   rssPeakMiB: number;
+  /** The median of VmRSS (MiB) sampled while each tenth of the input was processed (10 entries). */
+  rssByTenthMiB: (number | undefined)[];
   /** Busy CPU time of the whole machine between the first and the last record, % of cores × wall. */
   machineBusyPercent: number;
   /** The candidate process's CPU time over the same window, % of cores × wall (50 % = 1 of 2 cores). */
@@ -369,10 +374,20 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   let rssAtMillion: number | undefined;
   let rssAtEnd: number | undefined;
   const progress = new Map<number, number>();
+  let processed = 0;
   const samples: number[] = [];
+  const byTenth: number[][] = Array.from({ length: 10 }, () => []);
+  let sampledAt = 0;
   const sampler = setInterval(() => {
-    if (child.exitCode === null) samples.push(memoryMiB(pid).rss);
-  }, 250);
+    if (child.exitCode !== null) return;
+    const rss = memoryMiB(pid).rss;
+    byTenth[Math.min(9, Math.floor((processed * 10) / RECORDS))]?.push(rss);
+    // The whole-run median keeps its 250 ms spacing.
+    if (Date.now() - sampledAt >= 250) {
+      samples.push(rss);
+      sampledAt = Date.now();
+    }
+  }, 50);
   const cpuSamples: CpuSample[] = [cpuSample(pid)];
   const cpuSampler = setInterval(() => {
     if (child.exitCode === null) cpuSamples.push(cpuSample(pid));
@@ -391,6 +406,7 @@ async function measure(name: string, input: string, round: number): Promise<Meas
           else if (event.event === "progress") {
             progress.set(event.reporter, event.records);
             const total = [...progress.values()].reduce((a, b) => a + b, 0);
+            processed = total;
             rssAtEnd = memoryMiB(pid).rss;
             if (rssAtMillion === undefined && total >= 1_000_000) rssAtMillion = rssAtEnd;
           }
@@ -425,6 +441,7 @@ async function measure(name: string, input: string, round: number): Promise<Meas
       rssEndMiB: rssAtEnd,
       rssMedianMiB: medianOf(samples),
       rssPeakMiB: memory.peak,
+      rssByTenthMiB: byTenth.map((tenth) => medianOf(tenth)),
       ...load,
     };
   } finally {
@@ -452,6 +469,11 @@ const rest = (m: Measurement) =>
     ? undefined
     : Math.max(0, m.machineBusyPercent - m.candidatePercent - m.brokerPercent - m.driverPercent);
 const cpuPerMillion = (value: number | undefined) => (value === undefined ? "–" : value.toFixed(1));
+/** RSS over the second tenth of the input → over its last tenth, and the change between them. */
+const drift = (second: number | undefined, last: number | undefined) =>
+  second === undefined || last === undefined
+    ? "–"
+    : `${second.toFixed(0)} → ${last.toFixed(0)} (${last >= second ? "+" : ""}${((last / second - 1) * 100).toFixed(0)} %)`;
 
 const names = (args.candidates as string).split(",");
 if (WORK > 0 && names.some((name) => !name.startsWith("onceflow-"))) {
@@ -469,7 +491,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, input, round);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
+      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}, second tenth → last tenth ${drift(m.rssByTenthMiB[1], m.rssByTenthMiB[9])} (by tenth of the input: ${m.rssByTenthMiB.map((value) => mib(value)).join(" ")})  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
     );
   }
 }
@@ -477,7 +499,7 @@ const reference = median(
   (results.get("onceflow-eos") ?? results.get(names[0] as string) ?? []).map((m) => m.recordsPerSecond),
 );
 console.log(
-  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak | machine CPU busy % | candidate CPU % | broker CPU % | broker CPU-s per 1M records |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak | RSS MiB, input's second tenth → last tenth | machine CPU busy % | candidate CPU % | broker CPU % | broker CPU-s per 1M records |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
 );
 for (const [name, list] of results) {
   const rate = median(list.map((m) => m.recordsPerSecond));
@@ -487,6 +509,10 @@ for (const [name, list] of results) {
     mib(medianOf(list.map((m) => m.rssMedianMiB))),
     mib(median(list.map((m) => m.rssPeakMiB))),
   ];
+  const steady = drift(
+    medianOf(list.map((m) => m.rssByTenthMiB[1])),
+    medianOf(list.map((m) => m.rssByTenthMiB[9])),
+  );
   const load = [
     percent(median(list.map((m) => m.machineBusyPercent))),
     percent(medianOf(list.map((m) => m.candidatePercent))),
@@ -494,6 +520,6 @@ for (const [name, list] of results) {
     cpuPerMillion(medianOf(list.map((m) => m.brokerCpuSecondsPerMillion))),
   ];
   console.log(
-    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} | ${load.join(" | ")} |`,
+    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} | ${steady} | ${load.join(" | ")} |`,
   );
 }
