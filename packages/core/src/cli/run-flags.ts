@@ -12,6 +12,8 @@ export interface RawRunFlags {
   readonly jobExport?: string;
   readonly subtask?: string;
   readonly threads?: boolean;
+  readonly threadMaxYoungGeneration?: string;
+  readonly threadMaxOldGeneration?: string;
   readonly metricsPort?: string;
   readonly metricsHost?: string;
   readonly readyMaxCheckpointAge?: string;
@@ -32,12 +34,19 @@ export interface RunFlags {
   readonly subtaskIndex: number | undefined;
   /** `--threads`: every subtask in a worker thread of this process. */
   readonly threads: boolean;
+  /** `--thread-max-young-generation` / `--thread-max-old-generation`: each thread's heap limits, MiB. */
+  readonly threadResourceLimits: {
+    readonly maxYoungGenerationSizeMb?: number;
+    readonly maxOldGenerationSizeMb?: number;
+  };
   readonly metricsPort: number | undefined;
   readonly metricsHost: string;
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
 }
+
+const MIB = "a whole number of MiB ≥ 1";
 
 /** Where the endpoints and the dashboard listen unless told otherwise: this machine only (`0.0.0.0` in a pod). */
 export const DEFAULT_METRICS_HOST = "127.0.0.1";
@@ -67,10 +76,28 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
       "runs every subtask of the job, each in its own thread, and --subtask runs one: pass only one of them",
     );
   }
+  for (const [flag, value] of [
+    ["--thread-max-young-generation", raw.threadMaxYoungGeneration],
+    ["--thread-max-old-generation", raw.threadMaxOldGeneration],
+  ] as const) {
+    if (value !== undefined && raw.threads !== true) {
+      throw new ConfigurationError(flag, "limits the heap of each subtask's thread: add --threads");
+    }
+  }
+  const young = raw.threadMaxYoungGeneration;
+  const old = raw.threadMaxOldGeneration;
   return {
     jobExport: raw.jobExport,
     subtaskIndex: raw.subtask === undefined ? undefined : parseSubtask(raw.subtask, env),
     threads: raw.threads === true,
+    threadResourceLimits: {
+      ...(young === undefined
+        ? {}
+        : { maxYoungGenerationSizeMb: parseWhole("--thread-max-young-generation", young, 1, MIB) }),
+      ...(old === undefined
+        ? {}
+        : { maxOldGenerationSizeMb: parseWhole("--thread-max-old-generation", old, 1, MIB) }),
+    },
     metricsPort,
     metricsHost: raw.metricsHost ?? DEFAULT_METRICS_HOST,
     readyMaxCheckpointAgeMs:

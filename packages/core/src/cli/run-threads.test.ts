@@ -19,16 +19,24 @@ afterEach(async () => {
 const COUNT = 30_000;
 
 /** Generated indexes into a FileSink, each record saying which process and thread wrote it. */
-function jobModule(options: { storage?: string; dieInSubtask?: number } = {}): string {
+function jobModule(
+  options: { storage?: string; dieInSubtask?: number; outOfMemoryInSubtask?: number } = {},
+): string {
   const storage = options.storage ?? 'filesystem("checkpoints")';
   const die =
     options.dieInSubtask === undefined
       ? ""
       : `if (launch.subtaskIndex === ${options.dieInSubtask}) setTimeout(() => { throw new Error("subtask ${options.dieInSubtask} blew up"); }, 500);`;
-  return `import { threadId } from "node:worker_threads";
+  // Keeps allocating until the thread's heap limit stops it.
+  const outOfMemory =
+    options.outOfMemoryInSubtask === undefined
+      ? ""
+      : `if (launch.subtaskIndex === ${options.outOfMemoryInSubtask}) setTimeout(() => { const kept = []; for (;;) kept.push(new Array(100_000).fill(kept.length)); }, 500);`;
+  return `import { resourceLimits, threadId } from "node:worker_threads";
 import { FileSink, GeneratorSource, Job, filesystem } from ${JSON.stringify(core)};
 export function createJob(launch) {
   ${die}
+  ${outOfMemory}
   const job = new Job({
     jobId: "threads-e2e",
     parallelism: 2,
@@ -38,7 +46,7 @@ export function createJob(launch) {
   });
   job
     .fromSource(new GeneratorSource({ count: ${COUNT}, splits: 4, generate: (index) => index, recordsPerSecond: 3000 }), { uid: "numbers" })
-    .map((index) => ({ index, pid: process.pid, thread: threadId }))
+    .map((index) => ({ index, pid: process.pid, thread: threadId, youngGeneration: resourceLimits.maxYoungGenerationSizeMb, oldGeneration: resourceLimits.maxOldGenerationSizeMb }))
     .sinkTo(new FileSink({ directory: "output" }), { uid: "out" });
   return job;
 }
@@ -49,6 +57,9 @@ interface Written {
   readonly index: number;
   readonly pid: number;
   readonly thread: number;
+  /** The heap limits of the thread that wrote it, in MiB. */
+  readonly youngGeneration: number;
+  readonly oldGeneration: number;
 }
 
 async function workFolder(module: string): Promise<string> {
@@ -117,6 +128,23 @@ describe("onceflow run --threads: flags", () => {
     );
     expect(parseRunFlags({ threads: true }, {}).threads).toBe(true);
     expect(parseRunFlags({}, {}).threads).toBe(false);
+  });
+
+  it("reads each thread's heap limits, only with --threads, in whole MiB", () => {
+    expect(
+      parseRunFlags({ threads: true, threadMaxYoungGeneration: "12", threadMaxOldGeneration: "512" }, {})
+        .threadResourceLimits,
+    ).toEqual({ maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 512 });
+    expect(parseRunFlags({ threads: true }, {}).threadResourceLimits).toEqual({});
+    expect(() => parseRunFlags({ threadMaxOldGeneration: "512" }, {})).toThrow(
+      /--thread-max-old-generation: limits the heap of each subtask's thread: add --threads/,
+    );
+    expect(() => parseRunFlags({ threads: true, threadMaxYoungGeneration: "0" }, {})).toThrow(
+      /--thread-max-young-generation: must be a whole number of MiB ≥ 1, got "0"/,
+    );
+    expect(() => parseRunFlags({ threads: true, threadMaxOldGeneration: "1g" }, {})).toThrow(
+      /--thread-max-old-generation: must be a whole number of MiB ≥ 1, got "1g"/,
+    );
   });
 });
 
@@ -200,6 +228,8 @@ describe("onceflow run --threads (built CLI, a real child process)", { timeout: 
     const written = await readCommittedFiles<Written>(join(cwd, "output"));
     expectExactlyOnce(written);
     expect(writersByProcess(written).get(second.child.pid as number)?.size).toBe(2);
+    // Unless told otherwise, each thread's young generation is at most 12 MiB.
+    expect(new Set(written.map((record) => record.youngGeneration))).toEqual(new Set([12]));
   });
 
   it("fails the run with the dead thread's error when a thread dies", async () => {
@@ -209,6 +239,36 @@ describe("onceflow run --threads (built CLI, a real child process)", { timeout: 
     expect(run.output()).toMatch(
       /error \[JOB_FAILED\]: the thread of subtask 1 \(thread \d+\) died: subtask 1 blew up/,
     );
+  });
+
+  it("gives each thread the heap limits asked for", async () => {
+    const cwd = await workFolder(jobModule());
+    const run = start(cwd, [
+      "--threads",
+      "--thread-max-young-generation",
+      "12",
+      "--thread-max-old-generation",
+      "256",
+    ]);
+    expect(await run.exit).toBe(0);
+    const written = await readCommittedFiles<Written>(join(cwd, "output"));
+    expectExactlyOnce(written);
+    expect(new Set(written.map((record) => `${record.youngGeneration}/${record.oldGeneration}`))).toEqual(
+      new Set(["12/256"]),
+    );
+  });
+
+  it("fails the run, not the process, when a thread passes its heap limit; a rerun loses nothing", async () => {
+    const cwd = await workFolder(jobModule({ outOfMemoryInSubtask: 1 }));
+    const run = start(cwd, ["--threads", "--thread-max-old-generation", "64"]);
+    expect(await run.exit).toBe(1);
+    expect(run.output()).toMatch(
+      /error \[JOB_FAILED\]: the thread of subtask 1 \(thread \d+\) died: .*memory limit/,
+    );
+    await writeFile(join(cwd, "job.mjs"), jobModule());
+    const rerun = start(cwd, ["--threads"]);
+    expect(await rerun.exit).toBe(0);
+    expectExactlyOnce(await readCommittedFiles<Written>(join(cwd, "output")));
   });
 
   it("refuses in-memory checkpoints with a CONFIGURATION error saying what to use", async () => {

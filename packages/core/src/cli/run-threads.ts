@@ -30,6 +30,7 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
     ...(flags.jobExport === undefined ? {} : { exportName: flags.jobExport }),
     metrics: promClient !== undefined,
     handleSignals: true,
+    resourceLimits: flags.threadResourceLimits,
   });
   io.stdout(
     `running ${threads.parallelism} subtask(s) of ${threads.jobId} in threads ${threads.threadIds.join(", ")} of process ${process.pid}\n`,

@@ -47,6 +47,14 @@ export function addRunCommand(
       "--threads",
       "run every subtask in its own worker thread of this process (uses one core per subtask)",
     )
+    .option(
+      "--thread-max-young-generation <MiB>",
+      "with --threads: each thread's young generation at most this (V8's default: up to 48)",
+    )
+    .option(
+      "--thread-max-old-generation <MiB>",
+      "with --threads: each thread's old generation at most this; a thread past it fails the job alone",
+    )
     .option("--metrics-port <port>", "serve /metrics, /healthz and /readyz on this port (0: a free one)")
     .option("--metrics-host <host>", "the address of --metrics-port (0.0.0.0 in a pod)", "127.0.0.1")
     .option(
