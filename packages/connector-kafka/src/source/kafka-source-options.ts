@@ -132,7 +132,11 @@ export interface KafkaSourceOptions<K = string, V = string, H = string> {
   readonly partitionDiscoveryIntervalMs?: number;
   /** Read only committed transactional data (default true, `isolation.level=read_committed`). */
   readonly readCommitted?: boolean;
-  /** Most bytes a reader holds fetched but not yet handed out (default 16 MiB): the backpressure bound. */
+  /**
+   * Most bytes a reader holds fetched but not yet handed out (default 4 MiB): the backpressure
+   * bound. Each Fetch asks for at most what is left of it (and at least `maxBytesPerPartition`), so
+   * one reader reads at most about this much per round trip: raise it for a broker far away.
+   */
   readonly maxPrefetchBytes?: number;
   /** Most records per batch handed to the job (default 1000). */
   readonly maxBatchSize?: number;
