@@ -28,6 +28,10 @@
 // Per-record CPU work (goal 2 where the broker is not the limit): --work <n> gives the onceflow
 // candidates' map n passes of FNV-1a, an arithmetic loop, over each value; the result replaces the
 // value's last 4 bytes (candidates/work.mjs, BENCH_WORK). Onceflow candidates only.
+// Memory settings, to set a default against another side by side (onceflow candidates only):
+// --prefetch-bytes <n> is the KafkaSource's maxPrefetchBytes (BENCH_PREFETCH_BYTES), and
+// --thread-young-generation <MiB> each subtask thread's maxYoungGenerationSizeMb in
+// onceflow-eos-threads (BENCH_THREAD_YOUNG_MB); unset, the defaults of the code.
 //
 //   bash bench/kafka/peers/build.sh            # once: the Java peers from Maven Central
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka
@@ -63,6 +67,8 @@ const { values: args } = parseArgs({
       default: "onceflow-eos,onceflow-alo,kafkajs-loop,kafka-streams,flink,java-loop",
     },
     work: { type: "string", default: "0" },
+    "prefetch-bytes": { type: "string" },
+    "thread-young-generation": { type: "string" },
     "broker-pid": { type: "string" },
   },
 });
@@ -71,6 +77,19 @@ const PARTITIONS = Number(args.partitions);
 const ROUNDS = Number(args.rounds);
 const WORK = Number(args.work);
 if (!Number.isInteger(WORK) || WORK < 0) throw new Error(`--work must be an integer ≥ 0, not ${args.work}`);
+for (const flag of ["prefetch-bytes", "thread-young-generation"] as const) {
+  const value = args[flag];
+  if (value !== undefined && !(Number.isInteger(Number(value)) && Number(value) > 0)) {
+    throw new Error(`--${flag} must be an integer > 0, not ${value}`);
+  }
+}
+// The candidates read these; unset, the code's defaults apply.
+const MEMORY_SETTINGS: Record<string, string> = {
+  ...(args["prefetch-bytes"] === undefined ? {} : { BENCH_PREFETCH_BYTES: args["prefetch-bytes"] }),
+  ...(args["thread-young-generation"] === undefined
+    ? {}
+    : { BENCH_THREAD_YOUNG_MB: args["thread-young-generation"] }),
+};
 const here = fileURLToPath(new URL(".", import.meta.url));
 const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
 const kafka = new Kafka({ brokers, clientId: "onceflow-compare", logLevel: logLevel.NOTHING });
@@ -366,7 +385,7 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   const started = Date.now();
   const child: ChildProcess = spawn(command, commandArgs, {
     stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, ...env, BENCH_WORK: String(WORK) },
+    env: { ...process.env, ...env, BENCH_WORK: String(WORK), ...MEMORY_SETTINGS },
   });
   const pid = child.pid as number;
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
@@ -475,14 +494,25 @@ const drift = (second: number | undefined, last: number | undefined) =>
     ? "–"
     : `${second.toFixed(0)} → ${last.toFixed(0)} (${last >= second ? "+" : ""}${((last / second - 1) * 100).toFixed(0)} %)`;
 
+function describeMemorySettings(): string {
+  const prefetch = args["prefetch-bytes"];
+  const young = args["thread-young-generation"];
+  return `prefetch ${prefetch === undefined ? "default" : `${prefetch} bytes`}, threads' young generation ${young === undefined ? "default" : `${young} MiB`}`;
+}
+
 const names = (args.candidates as string).split(",");
-if (WORK > 0 && names.some((name) => !name.startsWith("onceflow-"))) {
-  throw new Error("--work is implemented by the onceflow candidates only: leave the others out");
+if (
+  (WORK > 0 || Object.keys(MEMORY_SETTINGS).length > 0) &&
+  names.some((name) => !name.startsWith("onceflow-"))
+) {
+  throw new Error(
+    "--work, --prefetch-bytes and --thread-young-generation are implemented by the onceflow candidates only: leave the others out",
+  );
 }
 const input = await createTopic(kafka, `cmp-${run}-input`, PARTITIONS);
 await seed(input);
 console.log(
-  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
+  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${describeMemorySettings()}; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
 );
 const results = new Map<string, Measurement[]>(names.map((n) => [n, []]));
 for (let round = 0; round < ROUNDS; round++) {

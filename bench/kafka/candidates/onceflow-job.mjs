@@ -27,6 +27,10 @@ job
       stoppingOffsets: "latest",
       value: Deserializers.buffer(),
       key: Deserializers.buffer(),
+      // compare.mts --prefetch-bytes; unset, the source's default.
+      ...(process.env.BENCH_PREFETCH_BYTES
+        ? { maxPrefetchBytes: Number(process.env.BENCH_PREFETCH_BYTES) }
+        : {}),
     }),
     { uid: "in" },
   )

@@ -33,6 +33,8 @@ export function createJob(launch) {
         stoppingOffsets: "latest",
         value: Deserializers.buffer(),
         key: Deserializers.buffer(),
+        // compare.mts --prefetch-bytes; unset, the source's default.
+        ...(env.BENCH_PREFETCH_BYTES ? { maxPrefetchBytes: Number(env.BENCH_PREFETCH_BYTES) } : {}),
       }),
       { uid: "in" },
     )

@@ -29,7 +29,12 @@ channel.onmessage = ({ data }) => {
   reported += 1;
   if (reported === Number(parallelism)) allReported();
 };
-const threads = await runSubtasksInThreads({ module: new URL("./onceflow-thread-job.mjs", import.meta.url) });
+// compare.mts --thread-young-generation; unset, runSubtasksInThreads' default.
+const young = process.env.BENCH_THREAD_YOUNG_MB;
+const threads = await runSubtasksInThreads({
+  module: new URL("./onceflow-thread-job.mjs", import.meta.url),
+  ...(young ? { resourceLimits: { maxYoungGenerationSizeMb: Number(young) } } : {}),
+});
 // Every thread checkpoints on its own: the combined status shows the laggard's last checkpoint.
 watchFirstCheckpoint(() => threads.status());
 await threads.finished;
