@@ -49,7 +49,7 @@ export function addRunCommand(
     )
     .option(
       "--thread-max-young-generation <MiB>",
-      "with --threads: each thread's young generation at most this (V8's default: up to 48)",
+      "with --threads: each thread's young generation at most this (default 12; 48 is V8's own sizing)",
     )
     .option(
       "--thread-max-old-generation <MiB>",
