@@ -16,7 +16,8 @@ import { KafkaSourceReader, type KafkaSourceReaderConfig } from "./kafka-source-
 
 const DEFAULT_DISCOVERY_INTERVAL_MS = 300_000;
 // Records waiting in the buffer outlive young-generation collections and are promoted: a smaller
-// buffer kept the same speed with a third less memory (bench/README.md, goal 5).
+// buffer was as fast, and with a reader per thread part of halving the process's memory
+// (bench/README.md, goal 5).
 const DEFAULT_MAX_PREFETCH_BYTES = 4 * 1024 * 1024;
 
 /**

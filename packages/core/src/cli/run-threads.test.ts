@@ -246,7 +246,7 @@ describe("onceflow run --threads (built CLI, a real child process)", { timeout: 
     const run = start(cwd, [
       "--threads",
       "--thread-max-young-generation",
-      "12",
+      "24",
       "--thread-max-old-generation",
       "256",
     ]);
@@ -254,7 +254,7 @@ describe("onceflow run --threads (built CLI, a real child process)", { timeout: 
     const written = await readCommittedFiles<Written>(join(cwd, "output"));
     expectExactlyOnce(written);
     expect(new Set(written.map((record) => `${record.youngGeneration}/${record.oldGeneration}`))).toEqual(
-      new Set(["12/256"]),
+      new Set(["24/256"]),
     );
   });
 
