@@ -185,7 +185,13 @@ async function beforeDecode(raw: Buffer): Promise<RawRecord[][]> {
 
 async function afterDecode(raw: Buffer): Promise<RawRecord[][]> {
   const decoded = (await decodeFetchV11(raw, requested)) as FetchResponse;
-  return fetchedPartitions(decoded, requested).map((p) => p.records);
+  // Each record made as the reader makes it when handing it out (from the columns), which are then
+  // recycled as the reader recycles them.
+  return fetchedPartitions(decoded, requested).map((p) => {
+    const records = p.records.toArray();
+    p.records.release();
+    return records;
+  });
 }
 
 // ---- the run ----

@@ -1,11 +1,6 @@
 import type { Logger, SourceBatch, SourceReader, SourceReaderContext } from "@onceflow/core";
 import type { Admin, Kafka } from "kafkajs";
-import {
-  KafkaConnection,
-  offsetAfter,
-  type RawOffset,
-  type RawRecord,
-} from "../internal/kafkajs/internals.js";
+import { KafkaConnection, offsetAfter, type RawOffset } from "../internal/kafkajs/internals.js";
 import type { Deserializer } from "./deserializer.js";
 import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
@@ -202,17 +197,19 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
     while (records.length < maxBatchSize) {
       const chunk = state.chunks[0];
       if (chunk === undefined) break;
-      while (chunk.index < chunk.records.length && records.length < maxBatchSize) {
-        const raw = chunk.records[chunk.index] as RawRecord;
-        const offset = raw.offset;
+      const fetched = chunk.records;
+      while (chunk.index < fetched.length && records.length < maxBatchSize) {
+        const offset = fetched.offsetAt(chunk.index);
         if (
           typeof offset === "number"
             ? offset >= stopNumber
             : stoppingOffset !== undefined && offset >= stoppingOffset
         ) {
-          chunk.index = chunk.records.length;
+          chunk.index = fetched.length;
           break;
         }
+        // Made now, from the columns: it dies young once deserialized (see RecordColumns).
+        const raw = fetched.recordAt(chunk.index);
         chunk.index++;
         // Synchronous on the happy path: an `await` per record was a promise and a microtask hop
         // each. Only a record that cannot be deserialized waits (for its policy, perhaps the dead
@@ -231,14 +228,18 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       }
       if (last !== undefined) state.nextOffset = offsetAfter(last);
       last = undefined;
-      if (chunk.index < chunk.records.length) break;
+      if (chunk.index < fetched.length) break;
       state.chunks.shift();
+      fetched.release();
       freed += chunk.bytes;
       if (chunk.nextOffset > state.nextOffset) state.nextOffset = chunk.nextOffset;
     }
     if (state.stoppingOffset !== undefined && state.nextOffset >= state.stoppingOffset) {
       state.nextOffset = state.stoppingOffset;
-      for (const chunk of state.chunks.splice(0)) freed += chunk.bytes;
+      for (const chunk of state.chunks.splice(0)) {
+        freed += chunk.bytes;
+        chunk.records.release();
+      }
     }
     if (freed > 0) {
       this.prefetcher.release(freed);

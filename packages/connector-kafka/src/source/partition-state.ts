@@ -1,13 +1,14 @@
 // The per-partition state a `KafkaSourceReader` keeps: its positions and its buffer of fetched
 // chunks, shared by the reader (which hands records out), the `Prefetcher` (which fills the buffer)
 // and the `RecordDecoder` (which reads the partition's deserialization context).
-import type { RawRecord } from "../internal/kafkajs/internals.js";
+import type { RecordColumns } from "../internal/kafkajs/internals.js";
 import type { DeserializationContext } from "./deserializer.js";
 import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
 
 /** The records of one Fetch response for one partition, handed out from `index` on. */
 export interface Chunk {
-  readonly records: RawRecord[];
+  /** Released to the thread's pool by the reader once every record is handed out or dropped. */
+  readonly records: RecordColumns;
   index: number;
   /** The position after this chunk, past control and aborted batches too. */
   readonly nextOffset: bigint;

@@ -6,6 +6,7 @@ import {
   type FetchedPartition,
   type KafkaConnection,
   offsetOutOfRange,
+  RecordColumns,
 } from "../internal/kafkajs/internals.js";
 import { splitIdOf } from "./kafka-partition-split.js";
 import type { OffsetResetStrategy, StartingOffsets } from "./kafka-source-options.js";
@@ -154,15 +155,20 @@ export class Prefetcher {
 
   private append(result: FetchedPartition): void {
     const state = this.partitions.get(splitIdOf(result.topic, result.partition));
-    if (state === undefined) return;
+    if (state === undefined) {
+      result.records.release();
+      return;
+    }
     this.lag.fetched(state.split.splitId, result.highWatermark, result.lastStableOffset);
     // Nothing buffered for it: the lag moves with the end offset alone.
     if (state.chunks.length === 0)
       this.lag.report(state.split.splitId, state.nextOffset, state.stoppingOffset);
-    if (result.nextOffset <= state.fetchOffset) return;
-    let bytes = 0;
-    // Key and value bytes (a null one, length -1, counts 0) plus a record's own overhead.
-    for (const r of result.records) bytes += Math.max(r.keyLength, 0) + Math.max(r.valueLength, 0) + 64;
+    if (result.nextOffset <= state.fetchOffset) {
+      result.records.release();
+      return;
+    }
+    // Key and value bytes (a null one counts 0) plus a record's own overhead.
+    const bytes = result.records.payloadBytes + 64 * result.records.length;
     state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });
     state.fetchOffset = result.nextOffset;
     this.bufferedBytes += bytes;
@@ -189,7 +195,7 @@ export class Prefetcher {
             `offset out of range (deleted by retention?): resetting to ${strategy}`,
           );
           // An empty chunk moves the handed-out position too, in order, after what is buffered.
-          state.chunks.push({ records: [], index: 0, nextOffset: offset, bytes: 0 });
+          state.chunks.push({ records: RecordColumns.acquire(), index: 0, nextOffset: offset, bytes: 0 });
           state.fetchOffset = offset;
         }
       }

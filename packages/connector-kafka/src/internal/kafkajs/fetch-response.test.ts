@@ -101,13 +101,13 @@ describe("decodeFetchV11", () => {
     expect(decoded.clientSideThrottleTime).toBe(0);
     const fetched = fetchedPartitions(decoded, requested);
     expect(
-      fetched.map((p) => [p.topic, p.partition, values(p.records), p.nextOffset, p.highWatermark]),
+      fetched.map((p) => [p.topic, p.partition, values(p.records.toArray()), p.nextOffset, p.highWatermark]),
     ).toEqual([
       ["orders", 0, ["b", "c"], 3n, 9n],
       ["orders", 1, [], 4n, 0n],
       ["é-topic", 0, ["plain"], 7n, 7n],
     ]);
-    expect(fetched[0]?.records.map((r) => r.offset)).toEqual([1, 2]);
-    expect(fetched[0]?.records[0]?.timestamp).toBe(1_700_000_000_000);
+    expect(fetched[0]?.records.toArray().map((r) => r.offset)).toEqual([1, 2]);
+    expect(fetched[0]?.records.recordAt(0).timestamp).toBe(1_700_000_000_000);
   });
 });

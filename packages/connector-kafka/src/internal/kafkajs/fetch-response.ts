@@ -8,6 +8,7 @@ import {
   decodeRecordSet,
   NO_HEADERS,
   type RawRecord,
+  RecordColumns,
   rawOffset,
   rawRecordOf,
 } from "./record-batch-decoder.js";
@@ -16,7 +17,8 @@ import {
 export interface FetchedPartition {
   topic: string;
   partition: number;
-  records: RawRecord[];
+  /** Columns from the thread's pool: {@link RecordColumns.release} them once handed out. */
+  records: RecordColumns;
   /** The offset to fetch next; past every batch seen, including control-only ones. */
   nextOffset: bigint;
   highWatermark: bigint;
@@ -128,7 +130,7 @@ export async function decodeFetchV11(raw: Buffer, requested: RequestedOffsets): 
       if (fetchOffset !== undefined) {
         const decoded =
           records === undefined
-            ? { records: [], batchesEnd: undefined }
+            ? { records: RecordColumns.acquire(), batchesEnd: undefined }
             : await decodeRecordSet(records, {
                 topic: topicName,
                 partition,
@@ -178,7 +180,7 @@ function fromKafkajs(topic: string, data: KafkajsPartition, fetchOffset: bigint)
   return {
     topic,
     partition: data.partition,
-    records,
+    records: RecordColumns.of(records),
     nextOffset,
     highWatermark: BigInt(data.highWatermark),
     lastStableOffset: data.lastStableOffset === undefined ? undefined : BigInt(data.lastStableOffset),

@@ -42,6 +42,7 @@ export {
   offsetAfter,
   type RawOffset,
   type RawRecord,
+  RecordColumns,
   viewsOf,
 } from "./record-batch-decoder.js";
 

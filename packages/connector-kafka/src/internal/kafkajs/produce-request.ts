@@ -32,7 +32,8 @@ export interface ProducePartitionResponse {
 
 /**
  * The body of a Produce v3 request (everything after the request header) in one buffer of its
- * exact size. Partitions of the same topic must be adjacent in `partitions`.
+ * exact size: a view of `allocate(size)`'s buffer when given (a pool's), else a new one.
+ * Partitions of the same topic must be adjacent in `partitions`.
  *
  * @example
  * ```ts
@@ -45,6 +46,7 @@ export function encodeProduceRequest(request: {
   readonly acks: number;
   readonly timeoutMs: number;
   readonly partitions: readonly ProducePartition[];
+  readonly allocate?: (size: number) => Buffer;
 }): Buffer {
   const topics: Array<{ topic: string; partitions: ProducePartition[] }> = [];
   for (const p of request.partitions) {
@@ -58,7 +60,8 @@ export function encodeProduceRequest(request: {
     size += 2 + Buffer.byteLength(t.topic) + 4;
     for (const p of t.partitions) size += 4 + 4 + p.batch.length;
   }
-  const buffer = Buffer.allocUnsafe(size);
+  const buffer =
+    request.allocate === undefined ? Buffer.allocUnsafe(size) : request.allocate(size).subarray(0, size);
   let o = writeString(buffer, 0, request.transactionalId);
   o = buffer.writeInt16BE(request.acks, o);
   o = buffer.writeInt32BE(request.timeoutMs, o);

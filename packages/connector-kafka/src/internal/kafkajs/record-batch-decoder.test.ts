@@ -144,7 +144,10 @@ async function lean(
     abortedTransactions: aborted,
   });
   const end = decoded.batchesEnd;
-  return { records: decoded.records, nextOffset: end !== undefined && end > fetchOffset ? end : fetchOffset };
+  return {
+    records: decoded.records.toArray(),
+    nextOffset: end !== undefined && end > fetchOffset ? end : fetchOffset,
+  };
 }
 
 // Names like Object.prototype's members, repeated names, empty names, non-ASCII.
@@ -312,12 +315,13 @@ describe("decodeRecordSet", () => {
           });
           // The broker assigns the base offset; the CRC does not cover it.
           batch.writeBigInt64BE(baseOffset, 0);
-          const { records: got, batchesEnd } = await decodeRecordSet(batch, {
+          const { records: gotColumns, batchesEnd } = await decodeRecordSet(batch, {
             topic: "t",
             partition: 0,
             fetchOffset: 0n,
             abortedTransactions: undefined,
           });
+          const got = gotColumns.toArray();
           expect(batchesEnd).toBe(baseOffset + BigInt(records.length));
           expect(got.map(viewsOf)).toEqual(
             records.map((r, i) => ({
@@ -379,12 +383,13 @@ describe("decodeRecordSet", () => {
         },
       ],
     });
-    const { records } = await decodeRecordSet(batch, {
+    const { records: columns } = await decodeRecordSet(batch, {
       topic: "t",
       partition: 0,
       fetchOffset: 0n,
       abortedTransactions: [],
     });
+    const records = columns.toArray();
     const [first, second] = records as [RawRecord, RawRecord];
     expect(Object.getPrototypeOf(first.headers)).toBe(Object.prototype);
     expect(Object.keys(first.headers)).toEqual(["__proto__", "valueOf"]);
@@ -415,12 +420,13 @@ describe("decodeRecordSet", () => {
       gzip: false,
       records: [record(0, names), record(1, [...names].reverse()), record(2, names.slice(0, 5))],
     });
-    const { records } = await decodeRecordSet(batch, {
+    const { records: columns } = await decodeRecordSet(batch, {
       topic: "t",
       partition: 0,
       fetchOffset: 0n,
       abortedTransactions: [],
     });
+    const records = columns.toArray();
     for (const [i, r] of records.entries()) {
       const expected = i === 2 ? names.slice(0, 5) : i === 1 ? [...names].reverse() : names;
       expect(Object.keys(r.headers)).toEqual(expected);
@@ -458,12 +464,13 @@ describe("decodeRecordSet", () => {
       gzip: false,
       records: [{ offsetDelta: 0, timestampDelta: 0, key: null, value: Buffer.from("b13"), headers: [] }],
     });
-    const { records, batchesEnd } = await decodeRecordSet(Buffer.concat([legacy, batch]), {
+    const { records: columns, batchesEnd } = await decodeRecordSet(Buffer.concat([legacy, batch]), {
       topic: "t",
       partition: 0,
       fetchOffset: 11n,
       abortedTransactions: [],
     });
+    const records = columns.toArray();
     expect(
       records
         .map(viewsOf)
@@ -494,12 +501,13 @@ describe("decodeRecordSet", () => {
         { offsetDelta: 3, timestampDelta: 0, key: null, value: null, headers: [] },
       ],
     });
-    const { records } = await decodeRecordSet(batch, {
+    const { records: columns } = await decodeRecordSet(batch, {
       topic: "t",
       partition: 0,
       fetchOffset: 0n,
       abortedTransactions: [],
     });
+    const records = columns.toArray();
     expect(records.map((r) => [r.keyLength, r.valueLength])).toEqual([
       [1, 1],
       [-1, 0],

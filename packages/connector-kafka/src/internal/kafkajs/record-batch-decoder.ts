@@ -1,6 +1,6 @@
 /**
  * Kafka's record batches (magic 2) decoded straight from a Fetch response buffer into
- * {@link RawRecord}s: keys and values are positions in the response (no copy, no view: the built-in
+ * {@link RecordColumns} (a {@link RawRecord} is made when a record is handed out): keys and values are positions in the response (no copy, no view: the built-in
  * deserializers read them in place), header values are views into it, varints
  * are read inline, offsets are computed from the batch's base offset with number arithmetic where
  * exact, and control and aborted records are dropped while decoding, so no intermediate record
@@ -32,6 +32,7 @@ import {
   RECORD_BATCH_MAGIC,
   TRANSACTIONAL_FLAG,
 } from "./record-batch-layout.js";
+import { NO_HEADERS, RecordColumns } from "./record-columns.js";
 
 const requireKafkajs = createRequire(import.meta.url);
 
@@ -102,7 +103,8 @@ export interface RecordSetContext {
 
 /** The visible records of a partition's record set, and where its last whole batch ends. */
 export interface DecodedRecordSet {
-  records: RawRecord[];
+  /** Columns from the thread's pool: {@link RecordColumns.release} them once handed out. */
+  records: RecordColumns;
   /** The offset after the last whole batch, empty and control-only ones included; none: undefined. */
   batchesEnd: bigint | undefined;
 }
@@ -110,8 +112,7 @@ export interface DecodedRecordSet {
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TWO_POW_32 = 4294967296;
 
-/** Shared by every record without headers; frozen, so no reader can change another's. */
-export const NO_HEADERS: Readonly<Record<string, Buffer | null | Array<Buffer | null>>> = Object.freeze({});
+export { NO_HEADERS, RecordColumns } from "./record-columns.js";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -215,7 +216,7 @@ export function offsetAfter(offset: RawOffset): bigint {
  * ```
  */
 export async function decodeRecordSet(set: Buffer, context: RecordSetContext): Promise<DecodedRecordSet> {
-  const records: RawRecord[] = [];
+  const records = RecordColumns.acquire();
   const aborted =
     context.abortedTransactions !== undefined && context.abortedTransactions.length > 0
       ? new AbortedFilter(context.abortedTransactions)
@@ -291,19 +292,78 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
       continue;
     }
     // Control records, or a transactional batch that an aborted transaction enters part way.
-    const decoded: RawRecord[] = [];
+    const decoded = RecordColumns.acquire();
     decodeRecords(data, start, stop, count, batch, decoded, context);
     const filter = aborted as AbortedFilter;
-    for (const record of decoded) {
+    for (let index = 0; index < decoded.length; index++) {
+      const record = decoded.recordAt(index);
       filter.advance(record.offset);
       if (control) {
         if (isAbortMarker(record)) filter.end(producerId);
       } else if (!filter.has(producerId)) {
-        records.push(record);
+        records.pushRecord(record);
       }
     }
+    decoded.release();
   }
   return { records, batchesEnd };
+}
+
+/** A record of a batch this client encoded, as {@link recordsOfBatch} gives it back. */
+export interface EncodedRecord {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  /** Absent when the record has none. */
+  readonly headers: RawRecord["headers"] | undefined;
+  /** Milliseconds since the epoch, as written. */
+  readonly timestamp: number;
+}
+
+/**
+ * The records of one uncompressed record batch (magic 2, as `RecordBatchBuilder` writes them), for
+ * a producer that must encode them again (a batch the topic refused as too large, split in two) or
+ * name them in an error: the producer keeps the batch's bytes only, not the records it was made of.
+ * Keys, values and header values are views into `batch`.
+ *
+ * @example
+ * ```ts
+ * const [first] = recordsOfBatch(builder.finish(producer));
+ * first?.value?.toString();
+ * ```
+ */
+export function recordsOfBatch(batch: Buffer): EncodedRecord[] {
+  const context: RecordSetContext = {
+    topic: "(a batch being produced)",
+    partition: -1,
+    fetchOffset: 0n,
+    abortedTransactions: undefined,
+  };
+  const attributes = batch.readInt16BE(ATTRIBUTES_OFFSET);
+  if ((attributes & COMPRESSION_MASK) !== 0 || batch[MAGIC_OFFSET] !== RECORD_BATCH_MAGIC) {
+    throw corrupt(context, 0n, "not an uncompressed record batch of magic 2");
+  }
+  const columns = RecordColumns.acquire();
+  decodeRecords(
+    batch,
+    RECORD_BATCH_HEADER_BYTES,
+    batch.length,
+    batch.readInt32BE(COUNT_OFFSET),
+    {
+      baseOffset: 0n,
+      baseNumber: 0,
+      minOffsetDelta: -Infinity,
+      firstTimestamp: readInt64AsNumber(batch, BASE_TIMESTAMP_OFFSET),
+      logAppendTime: undefined,
+    },
+    columns,
+    context,
+  );
+  const records = columns.toArray().map((raw): EncodedRecord => {
+    const { key, value, headers, timestamp } = viewsOf(raw);
+    return { key, value, headers: headers === NO_HEADERS ? undefined : headers, timestamp };
+  });
+  columns.release();
+  return records;
 }
 
 interface BatchContext {
@@ -327,7 +387,7 @@ function decodeRecords(
   stop: number,
   count: number,
   batch: BatchContext,
-  out: RawRecord[],
+  out: RecordColumns,
   context: RecordSetContext,
 ): void {
   at = start;
@@ -354,19 +414,18 @@ function decodeRecords(
     if (offsetDelta < batch.minOffsetDelta) continue;
     // A number where exact (a corrupt delta past the last one may not be): no bigint per record.
     const offset = batch.baseNumber + offsetDelta;
-    out.push({
-      offset:
-        batch.baseNumber >= 0 && offset >= 0 && offset <= Number.MAX_SAFE_INTEGER
-          ? offset
-          : rawOffset(batch.baseOffset + BigInt(offsetDelta)),
-      timestamp: batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
+    out.push(
+      batch.baseNumber >= 0 && offset >= 0 && offset <= Number.MAX_SAFE_INTEGER
+        ? offset
+        : rawOffset(batch.baseOffset + BigInt(offsetDelta)),
+      batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
       data,
       keyStart,
-      keyLength: keyLength < 0 ? -1 : keyLength,
+      keyLength < 0 ? -1 : keyLength,
       valueStart,
-      valueLength: valueLength < 0 ? -1 : valueLength,
+      valueLength < 0 ? -1 : valueLength,
       headers,
-    });
+    );
   }
 }
 
@@ -520,12 +579,12 @@ class AbortedFilter {
 }
 
 /** An old message set entry (magic 0 or 1) through kafkajs's decoder; no headers, no transactions. */
-async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RawRecord[]): Promise<void> {
+async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RecordColumns): Promise<void> {
   const messages = await decodeMessageSet(new KafkajsDecoder(entry), entry.length);
   for (const message of messages) {
     const offset = BigInt(message.offset);
     if (offset < fetchOffset) continue;
-    out.push(
+    out.pushRecord(
       rawRecordOf({
         offset: rawOffset(offset),
         timestamp: Number(message.timestamp ?? -1),

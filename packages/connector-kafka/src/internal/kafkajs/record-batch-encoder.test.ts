@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { crc32c } from "./crc32c.js";
 import { ownHeaders } from "./internals.js";
+import { recordsOfBatch } from "./record-batch-decoder.js";
 import { type BatchRecord, encodeRecordBatch, RecordBatchBuilder } from "./record-batch-encoder.js";
 
 // kafkajs's own encoder and decoder are the reference.
@@ -170,6 +171,47 @@ describe("encodeRecordBatch", () => {
         transactional: true,
       }),
     ).toThrow(/at least one record/);
+  });
+});
+
+describe("recordsOfBatch", () => {
+  it("gives back records that encode to the same bytes again (what a producer splitting a batch needs)", () => {
+    fc.assert(
+      fc.property(fc.array(record, { minLength: 1, maxLength: 40 }), producer, (records, p) => {
+        const now = 1_750_000_000_000;
+        const batch = encodeRecordBatch(records, now, p);
+        const decoded = recordsOfBatch(batch);
+        expect(decoded).toHaveLength(records.length);
+        const again = decoded.map(
+          (r): BatchRecord => ({
+            key: r.key,
+            value: r.value,
+            headers: r.headers as BatchRecord["headers"],
+            timestamp: r.timestamp,
+          }),
+        );
+        // A different "now": every timestamp must come from the batch.
+        expect(encodeRecordBatch(again, now + 12_345, p).equals(batch)).toBe(true);
+        decoded.forEach((got, i) => {
+          const sent = records[i] as BatchRecord;
+          expect(got.timestamp).toBe(sent.timestamp === undefined ? now : Number(sent.timestamp));
+          expect(got.value).toEqual(sent.value === null ? null : Buffer.from(sent.value));
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("refuses bytes that are not an uncompressed batch", () => {
+    const batch = encodeRecordBatch([{ value: "a" }], 0, {
+      producerId: 1n,
+      producerEpoch: 0,
+      baseSequence: 0,
+      transactional: true,
+    });
+    const gzip = Buffer.from(batch);
+    gzip.writeInt16BE(gzip.readInt16BE(21) | 1, 21);
+    expect(() => recordsOfBatch(gzip)).toThrow(/not an uncompressed record batch/);
   });
 });
 

@@ -60,14 +60,27 @@ const NO_PARTITION_LEADER_EPOCH = -1;
  */
 export class RecordBatchBuilder {
   private buffer: Buffer;
+  /** Where the batch must end: the capacity, or the size of a lone larger record's own buffer. */
+  private limit: number;
   private offset = RECORD_BATCH_HEADER_BYTES;
   private baseTimestamp = 0;
   private maxTimestamp = 0;
   /** Records appended so far. */
   count = 0;
 
-  constructor(capacity: number) {
-    this.buffer = Buffer.allocUnsafe(Math.max(capacity, RECORD_BATCH_HEADER_BYTES));
+  /**
+   * @param capacity - the batch's size limit
+   * @param buffer - where to write (at least `capacity` bytes, e.g. from a pool); absent: a new one
+   */
+  constructor(capacity: number, buffer?: Buffer) {
+    this.limit = Math.max(capacity, RECORD_BATCH_HEADER_BYTES);
+    this.buffer =
+      buffer !== undefined && buffer.length >= this.limit ? buffer : Buffer.allocUnsafe(this.limit);
+  }
+
+  /** Whether the batch is written in `buffer` (the one given to the constructor, if it was used). */
+  isWrittenIn(buffer: Buffer): boolean {
+    return this.buffer === buffer;
   }
 
   /** Bytes written so far, header included. */
@@ -88,9 +101,10 @@ export class RecordBatchBuilder {
     const valueBytes = measured.valueBytes;
     const headerCount = measured.headerCount;
     const recordBytes = varintSize(bodyBytes) + bodyBytes;
-    if (this.offset + recordBytes > this.buffer.length) {
+    if (this.offset + recordBytes > this.limit) {
       if (this.count > 0) return false;
-      this.buffer = Buffer.allocUnsafe(RECORD_BATCH_HEADER_BYTES + recordBytes);
+      this.limit = RECORD_BATCH_HEADER_BYTES + recordBytes;
+      this.buffer = Buffer.allocUnsafe(this.limit);
     }
     const buffer = this.buffer;
     let o = writeVarint(buffer, this.offset, bodyBytes);

@@ -25,7 +25,9 @@
  * the batch is full), so records that arrive while a request is in flight ride in the next batch.
  */
 
+import { BufferPool } from "./buffer-pool.js";
 import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
+import { type EncodedRecord, recordsOfBatch } from "./record-batch-decoder.js";
 import { RecordBatchBuilder } from "./record-batch-encoder.js";
 import { RECORD_BATCH_HEADER_BYTES } from "./record-batch-layout.js";
 
@@ -93,17 +95,27 @@ const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 /** A request carries the head batch of each ready partition of its broker, up to this size. */
 const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
+/**
+ * This thread's buffers for batches and request bodies, shared by its producers (one per
+ * transaction): about what one producer keeps sealed by default, plus a request body.
+ */
+const producedBuffers = new BufferPool(DEFAULT_MAX_BUFFERED_BYTES + MAX_REQUEST_BYTES);
 const PRODUCE_VERSION = 3;
 const ACKS_ALL = -1;
 const NONE = 0;
 const DUPLICATE_SEQUENCE_NUMBER = 46;
 const MAX_SEQUENCE = 0x7fffffff;
 
+/**
+ * A batch waiting for its acknowledgement: its bytes only. The records it was encoded from are not
+ * kept (they held the sink's input, and through it the fetched buffers, for a round trip); the
+ * rare path that needs them again decodes them from the bytes (`recordsOfBatch`).
+ */
 interface SealedBatch {
   readonly bytes: Buffer;
-  readonly messages: readonly ProducerMessage[];
-  /** The time each record was sent at (its timestamp when it carries none), to re-encode it. */
-  readonly times: readonly number[];
+  /** The pooled buffer `bytes` lie in, given back once the batch is acknowledged. */
+  readonly slab: Buffer | undefined;
+  readonly count: number;
   readonly baseSequence: number;
   attempts: number;
 }
@@ -112,8 +124,8 @@ interface Lane {
   readonly topic: string;
   readonly partition: number;
   builder: RecordBatchBuilder | undefined;
-  messages: ProducerMessage[];
-  times: number[];
+  /** The pooled buffer given to `builder`. */
+  slab: Buffer | undefined;
   readonly queue: SealedBatch[];
   /** A request for the head batch is in flight, or it waits to be resent. */
   busy: boolean;
@@ -184,20 +196,13 @@ export class TransactionalProducer {
       for (const message of messages) {
         const partition = partitioner({ topic, partitionMetadata, message });
         const lane = lanes[partition] ?? this.newLane(lanes, topic, partition);
-        let builder = lane.builder;
-        if (builder === undefined) {
-          builder = new RecordBatchBuilder(batchBytes);
-          lane.builder = builder;
-        }
+        let builder = lane.builder ?? this.newBuilder(lane, batchBytes);
         if (!builder.tryAppend(message, now)) {
           this.seal(lane);
           this.pump();
-          builder = new RecordBatchBuilder(batchBytes);
-          lane.builder = builder;
+          builder = this.newBuilder(lane, batchBytes);
           builder.tryAppend(message, now);
         }
-        lane.messages.push(message);
-        lane.times.push(now);
       }
     }
     this.pump();
@@ -243,8 +248,7 @@ export class TransactionalProducer {
       topic,
       partition,
       builder: undefined,
-      messages: [],
-      times: [],
+      slab: undefined,
       queue: [],
       busy: false,
       nextSequence: 0,
@@ -253,6 +257,12 @@ export class TransactionalProducer {
     lanes[partition] = lane;
     this.lanes.push(lane);
     return lane;
+  }
+
+  private newBuilder(lane: Lane, batchBytes: number): RecordBatchBuilder {
+    lane.slab = producedBuffers.take(batchBytes);
+    lane.builder = new RecordBatchBuilder(batchBytes, lane.slab);
+    return lane.builder;
   }
 
   /** Closes the lane's open batch with the lane's next sequence number and queues it. */
@@ -267,10 +277,15 @@ export class TransactionalProducer {
       transactional: true,
     });
     lane.nextSequence = nextSequence(baseSequence, builder.count);
-    lane.queue.push({ bytes, messages: lane.messages, times: lane.times, baseSequence, attempts: 0 });
+    let slab = lane.slab;
+    if (slab !== undefined && !builder.isWrittenIn(slab)) {
+      // A lone record larger than the batch got its own buffer: the slab was never written.
+      producedBuffers.give(slab);
+      slab = undefined;
+    }
+    lane.queue.push({ bytes, slab, count: builder.count, baseSequence, attempts: 0 });
     lane.builder = undefined;
-    lane.messages = [];
-    lane.times = [];
+    lane.slab = undefined;
     this.bufferedBytes += bytes.length;
   }
 
@@ -336,6 +351,7 @@ export class TransactionalProducer {
       return;
     }
     let responses: ReturnType<typeof decodeProduceResponse>;
+    let bodyBuffer: Buffer | undefined;
     try {
       const body = encodeProduceRequest({
         transactionalId: this.options.transactionalId,
@@ -346,8 +362,17 @@ export class TransactionalProducer {
           partition: lane.partition,
           batch: (lane.queue[0] as SealedBatch).bytes,
         })),
+        allocate: (size) => {
+          bodyBuffer = producedBuffers.take(size);
+          return bodyBuffer;
+        },
       });
-      responses = decodeProduceResponse(await cluster.produce(nodeId, PRODUCE_VERSION, body));
+      try {
+        responses = decodeProduceResponse(await cluster.produce(nodeId, PRODUCE_VERSION, body));
+      } finally {
+        // kafkajs copied the body into its request before the request could settle.
+        if (bodyBuffer !== undefined) producedBuffers.give(bodyBuffer);
+      }
     } catch (error) {
       if (!isRetriable(error)) {
         this.fail(error, lanes[0] as Lane);
@@ -364,12 +389,14 @@ export class TransactionalProducer {
       if (code === NONE || code === DUPLICATE_SEQUENCE_NUMBER) {
         const done = lane.queue.shift() as SealedBatch;
         this.bufferedBytes -= done.bytes.length;
+        // Acknowledged: nothing sends these bytes again.
+        if (done.slab !== undefined) producedBuffers.give(done.slab);
         lane.busy = false;
         continue;
       }
       if (
         (code === MESSAGE_TOO_LARGE || code === RECORD_LIST_TOO_LARGE) &&
-        (lane.queue[0] as SealedBatch).messages.length > 1
+        (lane.queue[0] as SealedBatch).count > 1
       ) {
         // The topic's limit is below this batch, perhaps not below its records: send it in halves.
         this.split(lane);
@@ -393,10 +420,11 @@ export class TransactionalProducer {
    */
   private split(lane: Lane): void {
     const refused = lane.queue.shift() as SealedBatch;
-    const count = refused.messages.length;
+    const records = recordsOfBatch(refused.bytes);
+    const count = records.length;
     const half = Math.ceil(count / 2);
-    const first = this.encode(refused, 0, half, refused.baseSequence);
-    const second = this.encode(refused, half, count, nextSequence(refused.baseSequence, half));
+    const first = this.encode(refused, records.slice(0, half), refused.baseSequence);
+    const second = this.encode(refused, records.slice(half), nextSequence(refused.baseSequence, half));
     lane.queue.unshift(first, second);
     this.bufferedBytes += first.bytes.length + second.bytes.length - refused.bytes.length;
     const smaller = Math.max(RECORD_BATCH_HEADER_BYTES, Math.floor(refused.bytes.length / 2));
@@ -405,13 +433,13 @@ export class TransactionalProducer {
     }
   }
 
-  /** Records `from` to `to` of `batch` in a batch of their own, starting at `baseSequence`. */
-  private encode(batch: SealedBatch, from: number, to: number, baseSequence: number): SealedBatch {
+  /** `records` of `batch`, with their timestamps, in a batch of their own from `baseSequence`. */
+  private encode(batch: SealedBatch, records: readonly EncodedRecord[], baseSequence: number): SealedBatch {
     // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
     // one varlong (10 bytes) more per record.
-    const builder = new RecordBatchBuilder(batch.bytes.length + 10 * (to - from));
-    for (let i = from; i < to; i++) {
-      if (!builder.tryAppend(batch.messages[i] as ProducerMessage, batch.times[i] as number)) {
+    const builder = new RecordBatchBuilder(batch.bytes.length + 10 * records.length);
+    for (const record of records) {
+      if (!builder.tryAppend(asMessage(record), record.timestamp)) {
         throw new Error("TransactionalProducer: a split record batch outgrew its measured size");
       }
     }
@@ -421,13 +449,7 @@ export class TransactionalProducer {
       baseSequence,
       transactional: true,
     });
-    return {
-      bytes,
-      messages: batch.messages.slice(from, to),
-      times: batch.times.slice(from, to),
-      baseSequence,
-      attempts: 0,
-    };
+    return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 0 };
   }
 
   /** AddPartitionsToTxn for the lanes' partitions not yet in the transaction, one call at a time. */
@@ -491,7 +513,8 @@ export class TransactionalProducer {
   private fail(error: unknown, lane: Lane): void {
     if (this.failure === undefined) {
       const batch = lane.queue[0];
-      const records = [{ topic: lane.topic, messages: batch?.messages ?? [] }];
+      const messages = batch === undefined ? [] : recordsOfBatch(batch.bytes).map(asMessage);
+      const records = [{ topic: lane.topic, messages }];
       this.failure = { error: this.options.mapFailure(error, records) };
       for (const timer of this.retryTimers) clearTimeout(timer);
       this.retryTimers.clear();
@@ -509,6 +532,17 @@ export class TransactionalProducer {
     this.waiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+/** A decoded record as the message it was sent as (its timestamp explicit). */
+function asMessage(record: EncodedRecord): ProducerMessage {
+  return {
+    key: record.key,
+    value: record.value,
+    // A null header value is written as Kafka's null again (the encoder takes it).
+    headers: record.headers as ProducerMessage["headers"],
+    timestamp: String(record.timestamp),
+  };
 }
 
 const LEADER_NOT_AVAILABLE = 5;
