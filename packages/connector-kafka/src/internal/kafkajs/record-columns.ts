@@ -3,12 +3,11 @@
  * lie — in typed arrays, a {@link RawRecord} made only when a record is handed out.
  *
  * Why: fetched records wait in the prefetch buffer (megabytes of them) while the job works. As one
- * object each they outlived every young-generation collection, were copied by each and promoted,
- * so the scavenges grew expensive and the old generation filled with records already handed out (a
- * fifth of a full-speed run's time in scavenges, the heap swinging by tens of MiB). Columns are a
- * few objects per Fetch whatever its size, and the record object made at hand-out dies young. The
- * columns' arrays are recycled when their records are all handed out ({@link RecordColumns.release}):
- * they are internal, no record points into them.
+ * object each they outlived young-generation collections, were copied by each and promoted, and
+ * filled the old generation with records already handed out. Columns are a few objects per Fetch
+ * whatever its size, and the record object made at hand-out dies young. The columns' arrays are
+ * recycled when their records are all handed out ({@link RecordColumns.release}): they are
+ * internal, no record points into them.
  */
 import type { RawOffset, RawRecord } from "./record-batch-decoder.js";
 
