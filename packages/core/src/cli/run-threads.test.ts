@@ -228,8 +228,8 @@ describe("onceflow run --threads (built CLI, a real child process)", { timeout: 
     const written = await readCommittedFiles<Written>(join(cwd, "output"));
     expectExactlyOnce(written);
     expect(writersByProcess(written).get(second.child.pid as number)?.size).toBe(2);
-    // Unless told otherwise, each thread's young generation is at most 12 MiB.
-    expect(new Set(written.map((record) => record.youngGeneration))).toEqual(new Set([12]));
+    // Unless told otherwise, each thread's young generation is at most 48 MiB.
+    expect(new Set(written.map((record) => record.youngGeneration))).toEqual(new Set([48]));
   });
 
   it("fails the run with the dead thread's error when a thread dies", async () => {

@@ -35,13 +35,12 @@ export interface SubtaskThreadsOptions {
   readonly statusIntervalMs?: number;
   /**
    * The V8 heap limits of each subtask's thread (`worker_threads` `resourceLimits`), in MiB, over
-   * the default `{ maxYoungGenerationSizeMb: 12 }`. A thread past `maxOldGenerationSizeMb` dies
-   * alone with `ERR_WORKER_OUT_OF_MEMORY` and the others stop with a final checkpoint, instead of
-   * the whole process running out of memory. The small young generation is there because records
-   * that wait in a source's buffer outlive a larger one's collections and are copied on each: in
-   * the Kafka benchmark, with the source's 4 MiB prefetch default, it took a two-thread process from
-   * about 470 to 255 MiB for about 6 % of throughput. `maxYoungGenerationSizeMb: 48` gives V8's
-   * own sizing back.
+   * the default `{ maxYoungGenerationSizeMb: 48 }` (V8's own sizing, written out). A thread past
+   * `maxOldGenerationSizeMb` dies alone with `ERR_WORKER_OUT_OF_MEMORY` and the others stop with a
+   * final checkpoint, instead of the whole process running out of memory. A smaller young
+   * generation trades CPU for memory: in the Kafka benchmark (two threads, 5 M records) 12 MiB gave
+   * a median RSS of 222–230 MiB against 254–274, for about a fifth less throughput and a quarter
+   * more CPU per record.
    */
   readonly resourceLimits?: ResourceLimits;
 }
@@ -105,8 +104,12 @@ export interface SubtaskThreads {
 }
 
 const DEFAULT_STATUS_INTERVAL_MS = 500;
-/** Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`). */
-const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 12 };
+/**
+ * Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`).
+ * 12 MiB until the Kafka sink stopped holding records across a round trip: since then the smaller
+ * young generation saves a seventh of the memory for a fifth of the throughput (bench/README.md).
+ */
+const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 48 };
 // A thread whose job ended but that a client's socket keeps alive is terminated after this long.
 const EXIT_GRACE_MS = 2000;
 // A thread that does not answer a metrics request in this long is left out of that scrape.
