@@ -39,8 +39,8 @@ export interface SubtaskThreadsOptions {
    * `maxOldGenerationSizeMb` dies alone with `ERR_WORKER_OUT_OF_MEMORY` and the others stop with a
    * final checkpoint, instead of the whole process running out of memory. A smaller young
    * generation trades CPU for memory: in the Kafka benchmark (two threads, 5 M records) 12 MiB gave
-   * a median RSS of 222–230 MiB against 254–274, for about a fifth less throughput and a quarter
-   * more CPU per record.
+   * a median RSS of 222–230 MiB against 254–274, for about 14 % less throughput and 25 % more CPU
+   * per record (medians of three).
    */
   readonly resourceLimits?: ResourceLimits;
 }
@@ -107,7 +107,7 @@ const DEFAULT_STATUS_INTERVAL_MS = 500;
 /**
  * Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`).
  * 12 MiB until the Kafka sink stopped holding records across a round trip: since then the smaller
- * young generation saves a seventh of the memory for a fifth of the throughput (bench/README.md).
+ * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md).
  */
 const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 48 };
 // A thread whose job ended but that a client's socket keeps alive is terminated after this long.
