@@ -28,10 +28,14 @@
 // Per-record CPU work (goal 2 where the broker is not the limit): --work <n> gives the onceflow
 // candidates' map n passes of FNV-1a, an arithmetic loop, over each value; the result replaces the
 // value's last 4 bytes (candidates/work.mjs, BENCH_WORK). Onceflow candidates only.
-// Memory settings, to set a default against another side by side (onceflow candidates only):
+// Settings, to set a default against another side by side (onceflow candidates only):
 // --prefetch-bytes <n> is the KafkaSource's maxPrefetchBytes (BENCH_PREFETCH_BYTES), and
 // --thread-young-generation <MiB> each subtask thread's maxYoungGenerationSizeMb in
-// onceflow-eos-threads (BENCH_THREAD_YOUNG_MB); unset, the defaults of the code.
+// onceflow-eos-threads (BENCH_THREAD_YOUNG_MB); --linger-ms <ms> the exactly-once KafkaSink's
+// lingerMs (BENCH_LINGER_MS, 0 allowed); unset, the defaults of the code.
+// --cpu-prof <dir> runs the Node candidates (onceflow's, the kafkajs loop) under `node --cpu-prof --cpu-prof-dir=<dir>` (one
+// .cpuprofile per thread, worker threads included; NODE_OPTIONS may not carry --cpu-prof). The
+// profiler costs a few per cent, so leave it out of runs whose numbers are recorded.
 //
 //   bash bench/kafka/peers/build.sh            # once: the Java peers from Maven Central
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka
@@ -69,7 +73,9 @@ const { values: args } = parseArgs({
     work: { type: "string", default: "0" },
     "prefetch-bytes": { type: "string" },
     "thread-young-generation": { type: "string" },
+    "linger-ms": { type: "string" },
     "broker-pid": { type: "string" },
+    "cpu-prof": { type: "string" },
   },
 });
 const RECORDS = Number(args.records);
@@ -84,11 +90,18 @@ for (const flag of ["prefetch-bytes", "thread-young-generation"] as const) {
   }
 }
 // The candidates read these; unset, the code's defaults apply.
-const MEMORY_SETTINGS: Record<string, string> = {
+if (
+  args["linger-ms"] !== undefined &&
+  !(Number.isInteger(Number(args["linger-ms"])) && Number(args["linger-ms"]) >= 0)
+) {
+  throw new Error(`--linger-ms must be an integer ≥ 0, not ${args["linger-ms"]}`);
+}
+const CANDIDATE_SETTINGS: Record<string, string> = {
   ...(args["prefetch-bytes"] === undefined ? {} : { BENCH_PREFETCH_BYTES: args["prefetch-bytes"] }),
   ...(args["thread-young-generation"] === undefined
     ? {}
     : { BENCH_THREAD_YOUNG_MB: args["thread-young-generation"] }),
+  ...(args["linger-ms"] === undefined ? {} : { BENCH_LINGER_MS: args["linger-ms"] }),
 };
 const here = fileURLToPath(new URL(".", import.meta.url));
 const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
@@ -383,9 +396,12 @@ async function measure(name: string, input: string, round: number): Promise<Meas
   const { command, args: commandArgs, env } = launch(input, output, dir);
   const firstOutput = await watchFirstOutput(output);
   const started = Date.now();
-  const child: ChildProcess = spawn(command, commandArgs, {
+  const profile = args["cpu-prof"];
+  const nodeFlags =
+    profile !== undefined && command === process.execPath ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
+  const child: ChildProcess = spawn(command, [...nodeFlags, ...commandArgs], {
     stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, ...env, BENCH_WORK: String(WORK), ...MEMORY_SETTINGS },
+    env: { ...process.env, ...env, BENCH_WORK: String(WORK), ...CANDIDATE_SETTINGS },
   });
   const pid = child.pid as number;
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
@@ -494,25 +510,26 @@ const drift = (second: number | undefined, last: number | undefined) =>
     ? "–"
     : `${second.toFixed(0)} → ${last.toFixed(0)} (${last >= second ? "+" : ""}${((last / second - 1) * 100).toFixed(0)} %)`;
 
-function describeMemorySettings(): string {
+function describeCandidateSettings(): string {
   const prefetch = args["prefetch-bytes"];
   const young = args["thread-young-generation"];
-  return `prefetch ${prefetch === undefined ? "default" : `${prefetch} bytes`}, threads' young generation ${young === undefined ? "default" : `${young} MiB`}`;
+  const linger = args["linger-ms"];
+  return `prefetch ${prefetch === undefined ? "default" : `${prefetch} bytes`}, threads' young generation ${young === undefined ? "default" : `${young} MiB`}, sink linger ${linger === undefined ? "default" : `${linger} ms`}`;
 }
 
 const names = (args.candidates as string).split(",");
 if (
-  (WORK > 0 || Object.keys(MEMORY_SETTINGS).length > 0) &&
+  (WORK > 0 || Object.keys(CANDIDATE_SETTINGS).length > 0) &&
   names.some((name) => !name.startsWith("onceflow-"))
 ) {
   throw new Error(
-    "--work, --prefetch-bytes and --thread-young-generation are implemented by the onceflow candidates only: leave the others out",
+    "--work, --prefetch-bytes, --thread-young-generation and --linger-ms are implemented by the onceflow candidates only: leave the others out",
   );
 }
 const input = await createTopic(kafka, `cmp-${run}-input`, PARTITIONS);
 await seed(input);
 console.log(
-  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${describeMemorySettings()}; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
+  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${describeCandidateSettings()}; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
 );
 const results = new Map<string, Measurement[]>(names.map((n) => [n, []]));
 for (let round = 0; round < ROUNDS; round++) {

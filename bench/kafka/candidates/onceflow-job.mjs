@@ -40,7 +40,15 @@ job
   })
   // A factory: each subtask gets its own sink instance (required at parallelism above 1).
   .sinkTo(
-    () => new KafkaSink({ brokers, topic: output, deliveryGuarantee: mode, transactionalIdPrefix: prefix }),
+    () =>
+      new KafkaSink({
+        brokers,
+        topic: output,
+        deliveryGuarantee: mode,
+        transactionalIdPrefix: prefix,
+        // compare.mts --linger-ms; unset, the sink's default.
+        ...(process.env.BENCH_LINGER_MS ? { lingerMs: Number(process.env.BENCH_LINGER_MS) } : {}),
+      }),
     {
       uid: "out",
     },

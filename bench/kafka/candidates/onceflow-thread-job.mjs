@@ -48,6 +48,8 @@ export function createJob(launch) {
         topic: env.BENCH_OUTPUT,
         deliveryGuarantee: env.BENCH_MODE,
         transactionalIdPrefix: env.BENCH_PREFIX,
+        // compare.mts --linger-ms; unset, the sink's default.
+        ...(env.BENCH_LINGER_MS ? { lingerMs: Number(env.BENCH_LINGER_MS) } : {}),
       }),
       { uid: "out" },
     );

@@ -38,10 +38,18 @@ async function begin(
 
 const commit = (open: OpenTransaction, commit = true) => connection.endTransaction(open, commit);
 
-/** 10,000 keyed records with headers, sent in chunks; value = sequence number per key. */
-async function sendKeyed(open: OpenTransaction, topic: string, keys = 50, chunks = 20, perChunk = 500) {
+/** 10,000 keyed records with headers, sent in chunks (`pauseMs` apart); value = sequence number per key. */
+async function sendKeyed(
+  open: OpenTransaction,
+  topic: string,
+  keys = 50,
+  chunks = 20,
+  perChunk = 500,
+  pauseMs = 0,
+) {
   let n = 0;
   for (let c = 0; c < chunks; c++) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     const messages = Array.from({ length: perChunk }, () => {
       const i = n++;
       return {
@@ -54,6 +62,21 @@ async function sendKeyed(open: OpenTransaction, topic: string, keys = 50, chunks
     await open.send([{ topic, messages }]);
   }
   return n;
+}
+
+/** Counts the Produce requests of a producer given `wrap` as its `wrapCluster`. */
+function countingProduceRequests() {
+  const counter = {
+    count: 0,
+    wrap: (cluster: ProduceCluster): ProduceCluster => ({
+      ...cluster,
+      produce: (nodeId, version, body) => {
+        counter.count++;
+        return cluster.produce(nodeId, version, body);
+      },
+    }),
+  };
+  return counter;
 }
 
 /** Every key's values appear once and in the order sent. */
@@ -156,6 +179,97 @@ describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () =>
     }
     // Batches were refused as too large and split (a refused single record would have failed).
     expect(refused).toBeGreaterThan(0);
+  });
+
+  it("lingers (lingerMs): records sent slower than the round trip wait in their batches until flush", async () => {
+    const requestsWith = async (lingerMs: number) => {
+      const topic = unique("producer-linger");
+      await createKafkaTopic(brokers(), topic, { partitions: 3 });
+      const requests = countingProduceRequests();
+      const open = await begin({ lingerMs, wrapCluster: requests.wrap });
+      const total = await sendKeyed(open, topic, 30, 20, 15, 10);
+      const beforeFlush = requests.count;
+      await open.flush();
+      await commit(open);
+      expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 30, total);
+      return { beforeFlush, all: requests.count };
+    };
+    // Without lingering, a send that finds its partitions free sends them (20 sends, 10 ms apart).
+    const eager = await requestsWith(0);
+    expect(eager.beforeFlush).toBeGreaterThanOrEqual(3);
+    // Lingering a minute: nothing is sent before the flush, which sends one request (one broker).
+    const lingering = await requestsWith(60_000);
+    expect(lingering.beforeFlush).toBe(0);
+    expect(lingering.all).toBe(1);
+  });
+
+  it("sends a lingering batch when its time is up, without a flush", async () => {
+    const topic = unique("producer-linger-due");
+    await createKafkaTopic(brokers(), topic, { partitions: 1 });
+    const requests = countingProduceRequests();
+    const open = await begin({ lingerMs: 200, wrapCluster: requests.wrap });
+    await open.send([{ topic, messages: [{ value: "a" }, { value: "b" }] }]);
+    expect(requests.count).toBe(0);
+    await expect.poll(() => requests.count, { timeout: 10_000, interval: 20 }).toBe(1);
+    await open.send([{ topic, messages: [{ value: "c" }] }]);
+    await open.flush();
+    await commit(open);
+    expect((await readCommittedKafkaRecords(brokers(), topic)).map((r) => r.value)).toEqual(["a", "b", "c"]);
+    expect(requests.count).toBe(2);
+  });
+
+  it("a request to a leader takes the other partitions' lingering batches along", async () => {
+    const topic = unique("producer-linger-drain");
+    await createKafkaTopic(brokers(), topic, { partitions: 3 });
+    const open = await begin({ lingerMs: 60_000, tuning: { batchBytes: 4_096 } });
+    await open.send([
+      {
+        topic,
+        messages: [
+          { value: "one", partition: 1 },
+          { value: "two", partition: 2 },
+        ],
+      },
+    ]);
+    // Partition 0's batch fills up (4 KiB) and goes out; 1 and 2 are on the same (only) broker.
+    const full = Array.from({ length: 60 }, (_, i) => ({ value: `${i}`.padEnd(100, "-"), partition: 0 }));
+    await open.send([{ topic, messages: full }]);
+    const sentBeforeFlush = async () =>
+      (await readCommittedKafkaRecords(brokers(), topic, { isolation: "read_uncommitted" }))
+        .filter((r) => r.partition !== 0)
+        .map((r) => r.value)
+        .sort();
+    await expect.poll(sentBeforeFlush, { timeout: 10_000, interval: 100 }).toEqual(["one", "two"]);
+    await open.flush();
+    await commit(open);
+    expect(await readCommittedKafkaRecords(brokers(), topic)).toHaveLength(62);
+  });
+
+  it("a lingering batch that cannot join the transaction fails the producer: flush throws, nothing escapes", async () => {
+    const topic = unique("producer-linger-fail");
+    await createKafkaTopic(brokers(), topic, { partitions: 2 });
+    const refused = Object.assign(new Error("injected: Failed to find group coordinator"), {
+      name: "KafkaJSGroupCoordinatorNotFound",
+      retriable: false,
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const open = await begin({
+        lingerMs: 50,
+        wrapCluster: (cluster) => ({ ...cluster, addPartitions: () => Promise.reject(refused) }),
+      });
+      await open.send([{ topic, messages: [{ value: "a" }, { value: "b" }] }]);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await expect(open.send([{ topic, messages: [{ value: "c" }] }])).rejects.toBe(refused);
+      await expect(open.flush()).rejects.toBe(refused);
+      await open.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
   });
 
   it("fails on a non-retriable broker error: flush and later sends throw it, and the abort leaves nothing", async () => {

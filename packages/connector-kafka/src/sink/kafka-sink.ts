@@ -48,6 +48,8 @@ export interface KafkaTransaction {
 
 const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
 const DEFAULT_POOL_SIZE = 5;
+/** Kafka Streams' producers linger as long under exactly-once: nothing is visible before the commit. */
+const DEFAULT_LINGER_MS = 100;
 const FENCE_CONCURRENCY = 8;
 const NONE_MAX_IN_FLIGHT = 8;
 const RETRIABLE_COMMIT_ERRORS = new Set([
@@ -95,6 +97,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private readonly guarantee: DeliveryGuarantee;
   private readonly prefix: string;
   private readonly poolSize: number;
+  private readonly lingerMs: number;
   private readonly timeoutMs: number;
   private readonly checkpointIntervalHint: number | undefined;
   private readonly topicOf: (value: IN) => string;
@@ -162,10 +165,17 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       );
     }
     requirePositiveInteger("transactionTimeout", options.transactionTimeout);
+    if (options.lingerMs !== undefined && !(Number.isInteger(options.lingerMs) && options.lingerMs >= 0)) {
+      throw new ConfigurationError(
+        "lingerMs",
+        `must be an integer number of milliseconds ≥ 0, got ${options.lingerMs}`,
+      );
+    }
     this.kafka = kafkaClientOf(options);
     this.guarantee = guarantee;
     this.prefix = options.transactionalIdPrefix ?? "";
     this.poolSize = options.transactionalIdPoolSize ?? DEFAULT_POOL_SIZE;
+    this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
     this.timeoutMs = timeout;
     this.checkpointIntervalHint = options.checkpointInterval;
     const topic = options.topic;
@@ -472,6 +482,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           transactionalId: pool.idOf(slot),
           transactionTimeout: this.timeoutMs,
           partitioner: this.partitioner,
+          lingerMs: this.lingerMs,
           mapFailure: (error, records) =>
             recordRejection(error, this.name, records) ?? this.asFencedError(error, transaction),
         });

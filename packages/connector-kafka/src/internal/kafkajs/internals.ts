@@ -288,6 +288,8 @@ export class KafkaConnection {
     transactionTimeout: number;
     partitioner: ICustomPartitioner;
     mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
+    /** How long a partition's batch that is not full waits for more records (`linger.ms`). */
+    lingerMs?: number;
     /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
     tuning?: Pick<
       TransactionalProducerOptions,
@@ -314,6 +316,7 @@ export class KafkaConnection {
       ...handle,
       producerId: BigInt(handle.producerId),
       ...options.tuning,
+      ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
       cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
       partitioner: options.partitioner() as ConstructorParameters<
         typeof TransactionalProducer

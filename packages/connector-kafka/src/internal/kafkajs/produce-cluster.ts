@@ -84,9 +84,16 @@ export function produceClusterOf(
       return partitions as Array<{ partitionId: number; leader: number }>;
     },
     leaderOf: (topic, partition) => {
-      const leader = cluster
-        .findTopicPartitionMetadata(topic)
-        .find((p) => p.partitionId === partition)?.leader;
+      let partitions: ReturnType<typeof cluster.findTopicPartitionMetadata>;
+      try {
+        partitions = cluster.findTopicPartitionMetadata(topic);
+      } catch (error) {
+        // A disconnect (a lost broker, a closed connection) drops kafkajs's metadata until the next
+        // refresh: no known leader, which the producer retries after a refresh.
+        if ((error as { name?: unknown }).name === "KafkaJSTopicMetadataNotLoaded") return undefined;
+        throw error;
+      }
+      const leader = partitions.find((p) => p.partitionId === partition)?.leader;
       return leader === null || leader === undefined || leader < 0 ? undefined : leader;
     },
     refreshMetadata: () => cluster.refreshMetadata(),

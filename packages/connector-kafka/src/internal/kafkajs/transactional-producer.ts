@@ -23,6 +23,10 @@
  *
  * Batching adapts to the round trip: a partition's open batch is sealed when its lane is free (or
  * the batch is full), so records that arrive while a request is in flight ride in the next batch.
+ * With `lingerMs`, a free lane's batch also waits until it is that old (Kafka's `linger.ms`): the
+ * records are invisible until the commit anyway, and fewer, larger requests cost the broker and
+ * this thread less per record when records arrive slower than the round trip. A request to a
+ * leader takes the lingering batches of its other free partitions along (Kafka's drain).
  */
 
 import { BufferPool } from "./buffer-pool.js";
@@ -83,6 +87,12 @@ export interface TransactionalProducerOptions {
   readonly batchBytes?: number;
   /** Produce requests in flight per broker (default 5, Kafka's limit for idempotent producers). */
   readonly maxInFlightRequestsPerBroker?: number;
+  /**
+   * A partition's batch that is not full waits at most this long, from its first record, for more
+   * records before it is sent (default 0: as soon as the partition has no request in flight).
+   * `flush` sends every batch at once.
+   */
+  readonly lingerMs?: number;
   /** Sealed, unacknowledged bytes above which `send` waits (default 16 MiB). */
   readonly maxBufferedBytes?: number;
   /** The broker's wait for acks=all (Produce timeout, default 30 s). */
@@ -126,6 +136,11 @@ interface Lane {
   builder: RecordBatchBuilder | undefined;
   /** The pooled buffer given to `builder`. */
   slab: Buffer | undefined;
+  /**
+   * When `builder` got its first record, for `lingerMs`: `performance.now()`, since a wall clock
+   * that steps back must not stretch a linger.
+   */
+  openedAt: number;
   readonly queue: SealedBatch[];
   /** A request for the head batch is in flight, or it waits to be resent. */
   busy: boolean;
@@ -155,10 +170,13 @@ export class TransactionalProducer {
   private readonly topicBatchBytes = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxBufferedBytes: number;
+  private readonly lingerMs: number;
   private readonly ackTimeoutMs: number;
   private readonly requestsInFlight = new Map<number, number>();
   private readonly pending = new Set<Promise<void>>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** Pumps again when the oldest lingering batch is due (`lingerMs`). */
+  private lingerTimer: NodeJS.Timeout | undefined;
   private bufferedBytes = 0;
   private failure: { error: unknown } | undefined;
   private closed = false;
@@ -170,6 +188,7 @@ export class TransactionalProducer {
     this.batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
     this.maxInFlight = options.maxInFlightRequestsPerBroker ?? DEFAULT_MAX_IN_FLIGHT;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.lingerMs = options.lingerMs ?? 0;
     this.ackTimeoutMs = options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
   }
 
@@ -226,8 +245,7 @@ export class TransactionalProducer {
   /** Sends nothing more and waits for the requests in flight (before the transaction is aborted). */
   async close(): Promise<void> {
     this.closed = true;
-    for (const timer of this.retryTimers) clearTimeout(timer);
-    this.retryTimers.clear();
+    this.stopTimers();
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
     this.wake();
   }
@@ -249,6 +267,7 @@ export class TransactionalProducer {
       partition,
       builder: undefined,
       slab: undefined,
+      openedAt: 0,
       queue: [],
       busy: false,
       nextSequence: 0,
@@ -261,6 +280,7 @@ export class TransactionalProducer {
 
   private newBuilder(lane: Lane, batchBytes: number): RecordBatchBuilder {
     lane.slab = producedBuffers.take(batchBytes);
+    if (this.lingerMs > 0) lane.openedAt = performance.now();
     lane.builder = new RecordBatchBuilder(batchBytes, lane.slab);
     return lane.builder;
   }
@@ -293,10 +313,16 @@ export class TransactionalProducer {
   private pump(): void {
     if (this.failure !== undefined || this.closed) return;
     const ready = new Map<number, Lane[]>();
+    const now = this.lingerMs > 0 ? performance.now() : 0;
+    const lingering: Lane[] = [];
     for (const lane of this.lanes) {
+      // A busy lane is pumped again when its request settles.
       if (lane.busy) continue;
-      // A free lane seals what gathered while its last request was in flight.
-      if (lane.queue.length === 0) this.seal(lane);
+      // A free lane seals what gathered while its last request was in flight, once it lingered.
+      if (lane.queue.length === 0 && lane.builder !== undefined) {
+        if (this.lingerMs === 0 || now - lane.openedAt >= this.lingerMs) this.seal(lane);
+        else lingering.push(lane);
+      }
       if (lane.queue.length === 0) continue;
       const leader = this.options.cluster.leaderOf(lane.topic, lane.partition);
       if (leader === undefined) {
@@ -308,6 +334,19 @@ export class TransactionalProducer {
         list = [];
         ready.set(leader, list);
       }
+      list.push(lane);
+    }
+    // A request to a leader takes the lingering batches of its other partitions along, as Kafka's
+    // producer drains a ready node: one request instead of one per partition as each comes due.
+    let oldestLingering = Number.POSITIVE_INFINITY;
+    for (const lane of lingering) {
+      const leader = this.options.cluster.leaderOf(lane.topic, lane.partition);
+      const list = leader === undefined ? undefined : ready.get(leader);
+      if (list === undefined) {
+        oldestLingering = Math.min(oldestLingering, lane.openedAt);
+        continue;
+      }
+      this.seal(lane);
       list.push(lane);
     }
     for (const [nodeId, lanes] of ready) {
@@ -328,12 +367,39 @@ export class TransactionalProducer {
         const sent: Promise<void> = this.produce(nodeId, request).finally(() => {
           this.pending.delete(sent);
           this.requestsInFlight.set(nodeId, (this.requestsInFlight.get(nodeId) ?? 1) - 1);
-          this.pump();
+          this.pumpOrFail();
           this.wake();
         });
         this.pending.add(sent);
       }
     }
+    if (oldestLingering !== Number.POSITIVE_INFINITY) this.lingerUntil(oldestLingering + this.lingerMs, now);
+  }
+
+  /**
+   * `pump` from a timer or a settled request, where nothing would catch what it throws: a failure
+   * of the producer instead, which the next `send` or `flush` throws.
+   */
+  private pumpOrFail(): void {
+    try {
+      this.pump();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** Pumps again at `due`, unless a pump is already set for then or earlier. */
+  private lingerUntil(due: number, now: number): void {
+    if (this.lingerTimer !== undefined) return;
+    this.lingerTimer = setTimeout(
+      () => {
+        this.lingerTimer = undefined;
+        this.pumpOrFail();
+      },
+      Math.max(0, due - now),
+    );
+    // An open batch alone must not keep the process alive: flush or close settles it.
+    this.lingerTimer.unref();
   }
 
   /** One Produce request with the head batch of each lane; settles each lane's batch. */
@@ -489,7 +555,7 @@ export class TransactionalProducer {
         this.retryTimers.delete(timer);
         const resume: Promise<void> = this.refreshMetadata().then(() => {
           lane.busy = false;
-          this.pump();
+          this.pumpOrFail();
         });
         this.pending.add(resume);
         void resume.finally(() => this.pending.delete(resume));
@@ -510,16 +576,24 @@ export class TransactionalProducer {
     return this.refreshing;
   }
 
-  private fail(error: unknown, lane: Lane): void {
+  /** Fails the producer with `error`; `lane`'s head batch, if given, is what the error is about. */
+  private fail(error: unknown, lane?: Lane): void {
     if (this.failure === undefined) {
-      const batch = lane.queue[0];
+      const batch = lane?.queue[0];
       const messages = batch === undefined ? [] : recordsOfBatch(batch.bytes).map(asMessage);
-      const records = [{ topic: lane.topic, messages }];
+      const records = lane === undefined ? [] : [{ topic: lane.topic, messages }];
       this.failure = { error: this.options.mapFailure(error, records) };
-      for (const timer of this.retryTimers) clearTimeout(timer);
-      this.retryTimers.clear();
+      this.stopTimers();
     }
     this.wake();
+  }
+
+  /** No resend and no lingering batch is sent after a failure or a close. */
+  private stopTimers(): void {
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
   }
 
   /** Resolves when something changed: an acknowledgement, a failure, a close. */
