@@ -84,7 +84,7 @@ export interface KafkaSinkOptions<IN> {
   readonly ignoreFailuresAfterTransactionTimeout?: boolean;
   /**
    * Exactly-once: how long a partition's batch that is not full waits for more records before it
-   * is sent (Kafka's `linger.ms`; default 100, as Kafka Streams' producers under exactly-once; 0
+   * is sent (Kafka's `linger.ms`; default 100, Kafka Streams' default for its producers; 0
    * sends as soon as the partition has no request in flight). Records are visible only at the
    * commit, so lingering delays nothing a reader sees; fewer, larger Produce requests cost the
    * broker and the job less CPU per record when records arrive slower than the broker answers.

@@ -48,7 +48,7 @@ export interface KafkaTransaction {
 
 const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
 const DEFAULT_POOL_SIZE = 5;
-/** Kafka Streams' producers linger as long under exactly-once: nothing is visible before the commit. */
+/** Kafka Streams' default for its producers; under exactly-once nothing is visible before the commit anyway. */
 const DEFAULT_LINGER_MS = 100;
 const FENCE_CONCURRENCY = 8;
 const NONE_MAX_IN_FLIGHT = 8;
