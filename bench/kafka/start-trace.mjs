@@ -5,15 +5,25 @@
 // and stores, and the job's own log lines ("checkpoint completed" with its duration).
 //   node --import ./bench/kafka/start-trace.mjs bench/kafka/candidates/onceflow-job.mjs \
 //     <brokers> <input> <output> exactly-once <checkpoint dir> <prefix> 2 </dev/null
+// or with the subtasks in worker threads (each thread's lines say which):
+//   node --import ./bench/kafka/start-trace.mjs bench/kafka/candidates/onceflow-threads.mjs \
+//     <brokers> <input> <output> exactly-once <checkpoint dir> <prefix> 2 </dev/null
 // It wraps kafkajs's Connection and the prototypes of the exported classes: a diagnostic, never
 // for a measured run.
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
+import { isMainThread, threadId } from "node:worker_threads";
 import { KafkaSource, KafkaSourceReader } from "@onceflow/connector-kafka";
 import { FileSystemCheckpointStorage, Job, TwoPhaseCommitSink } from "@onceflow/core";
 
-const at = () => performance.now().toFixed(0).padStart(6);
-const log = (what) => process.stderr.write(`[start-trace ${at()}] ${what}\n`);
+// Worker threads (onceflow-threads.mjs) load this preload too (they inherit the process's
+// execArgv) and have a clock of their own: every line is timed from the process's start, whose
+// origin the main thread hands down in the environment, and says which thread wrote it.
+process.env.START_TRACE_ORIGIN ??= String(performance.timeOrigin);
+const origin = Number(process.env.START_TRACE_ORIGIN);
+const at = () => (performance.timeOrigin + performance.now() - origin).toFixed(0).padStart(6);
+const thread = isMainThread ? "" : ` thread ${threadId}`;
+const log = (what) => process.stderr.write(`[start-trace ${at()}${thread}] ${what}\n`);
 const since = (started) => `${(performance.now() - started).toFixed(0)} ms`;
 log("modules loaded");
 

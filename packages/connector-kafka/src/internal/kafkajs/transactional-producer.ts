@@ -13,11 +13,8 @@
  * the last checkpoint, with the transaction aborted.
  *
  * A batch the topic refuses as too large (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: the topic's
- * `max.message.bytes` is below the batch size) is split as the Java producer does: its records are
- * re-encoded into two halves that take the same sequence range (the first half the batch's base
- * sequence, the second the rest), so the batches queued behind it keep theirs; the refused batch
- * was not appended and nothing later of its partition is in flight, so the broker expects exactly
- * the first half next. Halves are split again down to one record per batch; only a refused
+ * `max.message.bytes` is below the batch size) is split in halves that keep its sequence range
+ * (`splitInHalves`, as the Java producer does), again down to one record per batch; only a refused
  * single-record batch fails the producer. Later batches of the topic are sealed at half the refused
  * size.
  *
@@ -31,9 +28,9 @@
 
 import { BufferPool } from "./buffer-pool.js";
 import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
-import { type EncodedRecord, recordsOfBatch } from "./record-batch-decoder.js";
 import { RecordBatchBuilder } from "./record-batch-encoder.js";
 import { RECORD_BATCH_HEADER_BYTES } from "./record-batch-layout.js";
+import { messagesOfBatch, nextSequence, type SealedBatch, splitInHalves } from "./sealed-batch.js";
 
 /** A record to produce: kafkajs's `Message`. */
 export interface ProducerMessage {
@@ -114,21 +111,6 @@ const PRODUCE_VERSION = 3;
 const ACKS_ALL = -1;
 const NONE = 0;
 const DUPLICATE_SEQUENCE_NUMBER = 46;
-const MAX_SEQUENCE = 0x7fffffff;
-
-/**
- * A batch waiting for its acknowledgement: its bytes only. The records it was encoded from are not
- * kept (they held the sink's input, and through it the fetched buffers, for a round trip); the
- * rare path that needs them again decodes them from the bytes (`recordsOfBatch`).
- */
-interface SealedBatch {
-  readonly bytes: Buffer;
-  /** The pooled buffer `bytes` lie in, given back once the batch is acknowledged. */
-  readonly slab: Buffer | undefined;
-  readonly count: number;
-  readonly baseSequence: number;
-  attempts: number;
-}
 
 interface Lane {
   readonly topic: string;
@@ -480,42 +462,18 @@ export class TransactionalProducer {
 
   /**
    * Replaces the lane's head batch (refused as too large, so not appended) by two batches of half
-   * its records each, re-encoded with the same timestamps and the same sequence range: the first
-   * half starts at the refused batch's base sequence, the second right after it, and the batches
-   * queued behind them keep their sequence numbers. Later batches of the topic are sealed smaller.
+   * its records each in the same sequence range; the batches queued behind keep theirs. Later
+   * batches of the topic are sealed smaller.
    */
   private split(lane: Lane): void {
     const refused = lane.queue.shift() as SealedBatch;
-    const records = recordsOfBatch(refused.bytes);
-    const count = records.length;
-    const half = Math.ceil(count / 2);
-    const first = this.encode(refused, records.slice(0, half), refused.baseSequence);
-    const second = this.encode(refused, records.slice(half), nextSequence(refused.baseSequence, half));
-    lane.queue.unshift(first, second);
-    this.bufferedBytes += first.bytes.length + second.bytes.length - refused.bytes.length;
+    const halves = splitInHalves(refused, this.options);
+    lane.queue.unshift(...halves);
+    this.bufferedBytes += halves[0].bytes.length + halves[1].bytes.length - refused.bytes.length;
     const smaller = Math.max(RECORD_BATCH_HEADER_BYTES, Math.floor(refused.bytes.length / 2));
     if (smaller < (this.topicBatchBytes.get(lane.topic) ?? this.batchBytes)) {
       this.topicBatchBytes.set(lane.topic, smaller);
     }
-  }
-
-  /** `records` of `batch`, with their timestamps, in a batch of their own from `baseSequence`. */
-  private encode(batch: SealedBatch, records: readonly EncodedRecord[], baseSequence: number): SealedBatch {
-    // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
-    // one varlong (10 bytes) more per record.
-    const builder = new RecordBatchBuilder(batch.bytes.length + 10 * records.length);
-    for (const record of records) {
-      if (!builder.tryAppend(asMessage(record), record.timestamp)) {
-        throw new Error("TransactionalProducer: a split record batch outgrew its measured size");
-      }
-    }
-    const bytes = builder.finish({
-      producerId: this.options.producerId,
-      producerEpoch: this.options.producerEpoch,
-      baseSequence,
-      transactional: true,
-    });
-    return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 0 };
   }
 
   /** AddPartitionsToTxn for the lanes' partitions not yet in the transaction, one call at a time. */
@@ -580,7 +538,7 @@ export class TransactionalProducer {
   private fail(error: unknown, lane?: Lane): void {
     if (this.failure === undefined) {
       const batch = lane?.queue[0];
-      const messages = batch === undefined ? [] : recordsOfBatch(batch.bytes).map(asMessage);
+      const messages = batch === undefined ? [] : messagesOfBatch(batch.bytes);
       const records = lane === undefined ? [] : [{ topic: lane.topic, messages }];
       this.failure = { error: this.options.mapFailure(error, records) };
       this.stopTimers();
@@ -608,29 +566,11 @@ export class TransactionalProducer {
   }
 }
 
-/** A decoded record as the message it was sent as (its timestamp explicit). */
-function asMessage(record: EncodedRecord): ProducerMessage {
-  return {
-    key: record.key,
-    value: record.value,
-    // A null header value is written as Kafka's null again (the encoder takes it).
-    headers: record.headers as ProducerMessage["headers"],
-    timestamp: String(record.timestamp),
-  };
-}
-
 const LEADER_NOT_AVAILABLE = 5;
 /** The batch is over the topic's `max.message.bytes` (or the broker's `message.max.bytes`). */
 const MESSAGE_TOO_LARGE = 10;
 /** The batch is over the topic's segment size. */
 const RECORD_LIST_TOO_LARGE = 18;
-
-/** Kafka's sequence arithmetic: sequences wrap to 0 after 2^31 - 1. */
-function nextSequence(sequence: number, increment: number): number {
-  return sequence > MAX_SEQUENCE - increment
-    ? increment - (MAX_SEQUENCE - sequence) - 1
-    : sequence + increment;
-}
 
 /** Leader moves, timeouts and lost connections are resent; everything else fails the send. */
 function isRetriable(error: unknown): boolean {

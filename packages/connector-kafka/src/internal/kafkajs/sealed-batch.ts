@@ -1,0 +1,118 @@
+/**
+ * A sealed record batch of the exactly-once produce path, and what is done to one after it is
+ * sealed: Kafka's sequence arithmetic, the split of a batch the topic refused as too large, and
+ * the decoding of its records back into messages for an error report.
+ *
+ * A refused batch is split as the Java producer does: its records are re-encoded into two halves
+ * that take the same sequence range (the first half the batch's base sequence, the second the
+ * rest), so the batches queued behind it keep theirs. The refused batch was not appended and
+ * nothing later of its partition is in flight, so the broker expects exactly the first half next.
+ */
+
+import { type EncodedRecord, recordsOfBatch } from "./record-batch-decoder.js";
+import { type BatchProducer, RecordBatchBuilder } from "./record-batch-encoder.js";
+import type { ProducerMessage } from "./transactional-producer.js";
+
+/**
+ * A batch waiting for its acknowledgement: its bytes only. The records it was encoded from are not
+ * kept (they held the sink's input, and through it the fetched buffers, for a round trip); the
+ * rare path that needs them again decodes them from the bytes (`recordsOfBatch`).
+ */
+export interface SealedBatch {
+  readonly bytes: Buffer;
+  /** The pooled buffer `bytes` lie in, given back once the batch is acknowledged. */
+  readonly slab: Buffer | undefined;
+  readonly count: number;
+  readonly baseSequence: number;
+  attempts: number;
+}
+
+/** The producer a batch is written for: every batch of a transaction carries it. */
+export type ProducerIdentity = Pick<BatchProducer, "producerId" | "producerEpoch">;
+
+const MAX_SEQUENCE = 0x7fffffff;
+
+/**
+ * Kafka's sequence arithmetic: sequences wrap to 0 after 2^31 - 1.
+ *
+ * @example
+ * ```ts
+ * nextSequence(10, 5); // 15
+ * nextSequence(0x7fffffff, 1); // 0
+ * ```
+ */
+export function nextSequence(sequence: number, increment: number): number {
+  return sequence > MAX_SEQUENCE - increment
+    ? increment - (MAX_SEQUENCE - sequence) - 1
+    : sequence + increment;
+}
+
+/**
+ * The refused batch's records in two batches of half each, with their timestamps and the same
+ * sequence range: the first from the refused batch's base sequence, the second right after it.
+ * The refused batch must hold at least two records.
+ *
+ * @example
+ * ```ts
+ * const [first, second] = splitInHalves(refused, { producerId, producerEpoch });
+ * lane.queue.splice(0, 1, first, second);
+ * ```
+ */
+export function splitInHalves(refused: SealedBatch, producer: ProducerIdentity): [SealedBatch, SealedBatch] {
+  const records = recordsOfBatch(refused.bytes);
+  if (records.length < 2) throw new Error("splitInHalves: a batch of one record cannot be split");
+  const half = Math.ceil(records.length / 2);
+  // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
+  // one varlong (10 bytes) more per record.
+  const capacity = refused.bytes.length + 10 * records.length;
+  return [
+    encode(records.slice(0, half), refused.baseSequence, capacity, producer),
+    encode(records.slice(half), nextSequence(refused.baseSequence, half), capacity, producer),
+  ];
+}
+
+/**
+ * The records of a sealed batch as the messages they were sent as (timestamps explicit), for an
+ * error that names what failed.
+ *
+ * @example
+ * ```ts
+ * const messages = messagesOfBatch(batch.bytes);
+ * ```
+ */
+export function messagesOfBatch(bytes: Buffer): ProducerMessage[] {
+  return recordsOfBatch(bytes).map(asMessage);
+}
+
+/** `records`, with their timestamps, in a batch of their own from `baseSequence`. */
+function encode(
+  records: readonly EncodedRecord[],
+  baseSequence: number,
+  capacity: number,
+  producer: ProducerIdentity,
+): SealedBatch {
+  const builder = new RecordBatchBuilder(capacity);
+  for (const record of records) {
+    if (!builder.tryAppend(asMessage(record), record.timestamp)) {
+      throw new Error("splitInHalves: a split record batch outgrew its measured size");
+    }
+  }
+  const bytes = builder.finish({
+    producerId: producer.producerId,
+    producerEpoch: producer.producerEpoch,
+    baseSequence,
+    transactional: true,
+  });
+  return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 0 };
+}
+
+/** A decoded record as the message it was sent as (its timestamp explicit). */
+function asMessage(record: EncodedRecord): ProducerMessage {
+  return {
+    key: record.key,
+    value: record.value,
+    // A null header value is written as Kafka's null again (the encoder takes it).
+    headers: record.headers as ProducerMessage["headers"],
+    timestamp: String(record.timestamp),
+  };
+}
