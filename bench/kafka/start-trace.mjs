@@ -2,7 +2,8 @@
 // prints, on stderr, a timeline in ms since the process started (performance.timeOrigin) — module
 // load, the job's start, restore, each subtask's creation, every Kafka request (connect, Metadata,
 // InitProducerId, ListOffsets, the first fetches...), the first batches, the checkpoints' snapshots
-// and stores, and the job's own log lines ("checkpoint completed" with its duration).
+// and stores, the job's own log lines ("checkpoint completed" with its duration), and the event
+// loop's turns of 10 ms or more in its first two seconds (when each ended, how long it lasted).
 //   node --import ./bench/kafka/start-trace.mjs bench/kafka/candidates/onceflow-job.mjs \
 //     <brokers> <input> <output> exactly-once <checkpoint dir> <prefix> 2 </dev/null
 // or with the subtasks in worker threads (each thread's lines say which):
@@ -83,3 +84,16 @@ Job.prototype.execute = function () {
   this.logger = logger;
   return execute.call(this);
 };
+
+// Long turns of this thread's event loop over its first two seconds: every awaited I/O step (a
+// file operation of a store, a request's response) waits for the turn in progress to end.
+const turns = [];
+let turnStarted = performance.now();
+const probe = () => {
+  const now = performance.now();
+  if (now - turnStarted >= 10) turns.push(`${at().trim()}+${(now - turnStarted).toFixed(0)}`);
+  turnStarted = now;
+  if (now < 2000) setImmediate(probe);
+  else log(`event-loop turns of 10 ms or more (ended at + lasted, ms): ${turns.join(" ") || "none"}`);
+};
+setImmediate(probe);

@@ -305,13 +305,6 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     const context = this.runtimeContext;
     const attempt = this.currentAttempt();
     try {
-      const connection = await this.connect();
-      await checkTransactionTimeout(this.kafka, {
-        transactionTimeout: this.timeoutMs,
-        // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
-        checkpointInterval: context.checkpointingInterval ?? this.checkpointIntervalHint,
-        logger: this.logger,
-      });
       const pool = new TransactionalIdPool(
         this.prefix,
         context.subtaskIndex,
@@ -325,20 +318,37 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         const slot = pool.slotOf(id);
         if (slot !== undefined) pool.committed(slot, this.lastCheckpointId);
       }
-      const { ids, listed } = await findLingeringTransactionalIds(
-        connection,
-        {
-          prefix: this.prefix,
-          subtaskIndex: context.subtaskIndex,
-          parallelism: context.parallelism,
-          incarnation: context.incarnation,
-          recoveredSubtasks: this.recoveredSubtaskIndexes(),
-          recovered: attempt.recovered,
-          knownIncarnations: attempt.restoredIncarnations,
-          poolSize: Math.max(attempt.restoredPoolSize, this.poolSize),
-        },
-        this.logger,
-      );
+      // The timeout check (DescribeConfigs, on an admin client of its own) and the search for
+      // lingering transactions are independent round trips: side by side. Nothing is fenced before
+      // both are done, and a misconfigured timeout is the error reported when both fail.
+      const [checked, searched] = await Promise.allSettled([
+        checkTransactionTimeout(this.kafka, {
+          transactionTimeout: this.timeoutMs,
+          // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
+          checkpointInterval: context.checkpointingInterval ?? this.checkpointIntervalHint,
+          logger: this.logger,
+        }),
+        this.connect().then(async (connection) => ({
+          connection,
+          ...(await findLingeringTransactionalIds(
+            connection,
+            {
+              prefix: this.prefix,
+              subtaskIndex: context.subtaskIndex,
+              parallelism: context.parallelism,
+              incarnation: context.incarnation,
+              recoveredSubtasks: this.recoveredSubtaskIndexes(),
+              recovered: attempt.recovered,
+              knownIncarnations: attempt.restoredIncarnations,
+              poolSize: Math.max(attempt.restoredPoolSize, this.poolSize),
+            },
+            this.logger,
+          )),
+        })),
+      ]);
+      if (checked.status === "rejected") throw checked.reason;
+      if (searched.status === "rejected") throw searched.reason;
+      const { connection, ids, listed } = searched.value;
       await forEachLimited(ids, FENCE_CONCURRENCY, (id) => connection.fence(id, this.timeoutMs));
       this.logger.info(
         {

@@ -10,9 +10,11 @@ export async function writeDurably(path: string, bytes: Uint8Array): Promise<voi
   try {
     await handle.writeFile(bytes);
     await handle.sync();
-  } finally {
-    await handle.close();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    throw error;
   }
+  await handle.close();
 }
 
 /**
