@@ -5,13 +5,17 @@ import {
   jsonSerializer,
   type RuntimeContext,
   type SinkContext,
-  TransactionError,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
 import { type ICustomPartitioner, type Kafka, type Message, Partitioners, type Producer } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { kafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../internal/kafkajs/internals.js";
+import {
+  type FencedTransactionContext,
+  fencedRecoveryError,
+  fencedWriteError,
+} from "./fenced-transaction-errors.js";
 import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
 import { findLingeringTransactionalIds } from "./lingering-transactions.js";
 import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
@@ -282,7 +286,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     try {
       await (await this.connect()).endTransaction(handleOf(transaction), true);
     } catch (error) {
-      throw this.asRecoveryFencedError(error, transaction);
+      throw fencedRecoveryError(error, transaction, this.fencedContext(transaction), {
+        prefix: this.prefix,
+        incarnation: this.runtimeContext.incarnation,
+        restoredCheckpointId: this.lastCheckpointId,
+      });
     }
   }
 
@@ -494,7 +502,8 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
           mapFailure: (error, records) =>
-            recordRejection(error, this.name, records) ?? this.asFencedError(error, transaction),
+            recordRejection(error, this.name, records) ??
+            fencedWriteError(error, transaction, this.fencedContext(transaction), this.lastCheckpointId + 1),
         });
         transaction.transactionalId = started.transactionalId;
         transaction.producerId = started.producerId;
@@ -511,49 +520,13 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     return open;
   }
 
-  /** A write refused for a stale epoch becomes a typed error that says who took the id over. */
-  private asFencedError(error: unknown, transaction: KafkaTransaction): unknown {
-    const type = kafkaErrorType(error);
-    if (type !== "INVALID_PRODUCER_EPOCH" && type !== "PRODUCER_FENCED") return error;
-    const id = this.describeTransaction(transaction);
-    const age = transaction.startedAt === undefined ? 0 : Date.now() - transaction.startedAt;
-    const reason =
-      age >= this.timeoutMs
-        ? `the broker aborted it after transactionTimeout (${this.timeoutMs} ms; it is ${age} ms old). Nothing is lost: it was not pre-committed, and a restart replays it from the last checkpoint. Raise transactionTimeout or checkpoint more often`
-        : "another process of this job (a newer instance that recovered), or another sink with the same transactionalIdPrefix, took over its transactional id. Make sure only one instance of the job runs and that prefixes are unique";
-    return new TransactionError(
-      "TRANSACTION_FENCED",
-      `${this.name}: writing to transaction ${id} was refused: ${reason}`,
-      {
-        checkpointId: this.lastCheckpointId + 1,
-        transactionId: transaction.transactionalId,
-        cause: error,
-      },
-    );
-  }
-
-  /**
-   * A restored transaction refused for a stale epoch (and not for its age): says why that happens
-   * and how to get the job going again.
-   */
-  private asRecoveryFencedError(error: unknown, transaction: KafkaTransaction): unknown {
-    const type = kafkaErrorType(error);
-    if (type !== "INVALID_PRODUCER_EPOCH" && type !== "PRODUCER_FENCED") return error;
-    const age = transaction.startedAt === undefined ? 0 : Date.now() - transaction.startedAt;
-    if (age >= this.timeoutMs) return error;
-    const context = this.runtimeContext;
-    const restored = this.lastCheckpointId;
-    const owner =
-      transaction.transactionalId === undefined
-        ? undefined
-        : TransactionalIdPool.parse(this.prefix, transaction.transactionalId);
-    const ownerText =
-      owner?.incarnation === undefined ? "the attempt that wrote it" : `incarnation ${owner.incarnation}`;
-    return new TransactionError(
-      "TRANSACTION_FENCED",
-      `${this.name}: the broker refused to commit ${this.describeTransaction(transaction)} of the restored checkpoint ${transaction.checkpointId} (${type}): a newer producer epoch was started on that id after the checkpoint was taken. Only ${ownerText} uses the id (this is incarnation ${context.incarnation}), and it reuses it only after a later checkpoint completed; a later attempt fences it only when the checkpoint it restored did not hold this transaction. So checkpoint ${restored} is not the job's latest (or it was declared failed): restart from the latest checkpoint — restore: "latest", or restore: { checkpointId: <the highest id \`onceflow checkpoints list\` shows> } — whose transactions are still committable. If checkpoint ${restored} is the latest one, another job or sink uses transactionalIdPrefix "${this.prefix}": give each its own.`,
-      { checkpointId: transaction.checkpointId, transactionId: transaction.transactionalId, cause: error },
-    );
+  /** What the fenced-transaction errors say about this sink and `transaction`. */
+  private fencedContext(transaction: KafkaTransaction): FencedTransactionContext {
+    return {
+      sinkName: this.name,
+      timeoutMs: this.timeoutMs,
+      described: this.describeTransaction(transaction),
+    };
   }
 
   private plainProducer(): Promise<Producer> {
