@@ -1,5 +1,6 @@
 import { ConfigurationError } from "@onceflow/core";
-import { Kafka, logLevel } from "kafkajs";
+import type { Kafka } from "kafkajs";
+import { kafkajs } from "./kafkajs/kafkajs-loader.js";
 
 /**
  * The connection options shared by the source, the sink and the admin functions (exported as
@@ -35,11 +36,24 @@ export function validateClientOptions(options: ClientOptions): void {
 /** The user's client, or one made from `brokers` that logs nothing (onceflow never logs unasked). */
 export function kafkaClientOf(options: ClientOptions): Kafka {
   if (options.kafka !== undefined) return options.kafka;
+  const { Kafka, logLevel } = kafkajs();
   return new Kafka({
     brokers: [...(options.brokers ?? [])],
     clientId: options.clientId ?? "onceflow",
     logLevel: logLevel.NOTHING,
   });
+}
+
+/**
+ * {@link kafkaClientOf}, made on the first call: a source or sink is built wherever its job module
+ * is imported, and makes its client (loading kafkajs) only when it first talks to Kafka.
+ */
+export function lazyKafkaClientOf(options: ClientOptions): () => Kafka {
+  let kafka: Kafka | undefined = options.kafka;
+  return () => {
+    if (kafka === undefined) kafka = kafkaClientOf(options);
+    return kafka;
+  };
 }
 
 /** Rejects a non-positive or non-integer number setting. */

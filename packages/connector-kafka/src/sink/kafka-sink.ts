@@ -7,10 +7,11 @@ import {
   type SinkContext,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
-import { type ICustomPartitioner, type Kafka, type Message, Partitioners, type Producer } from "kafkajs";
+import type { ICustomPartitioner, Kafka, Message, Producer } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
-import { kafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
+import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../internal/kafkajs/internals.js";
+import { kafkajs } from "../internal/kafkajs/kafkajs-loader.js";
 import {
   type FencedTransactionContext,
   fencedRecoveryError,
@@ -97,7 +98,8 @@ const RETRIABLE_COMMIT_ERRORS = new Set([
  * ```
  */
 export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
-  private readonly kafka: Kafka;
+  /** The client, made when the sink first talks to Kafka (its recovery), not when built. */
+  private readonly kafka: () => Kafka;
   private readonly guarantee: DeliveryGuarantee;
   private readonly prefix: string;
   private readonly poolSize: number;
@@ -175,7 +177,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         `must be an integer number of milliseconds ≥ 0, got ${options.lingerMs}`,
       );
     }
-    this.kafka = kafkaClientOf(options);
+    this.kafka = lazyKafkaClientOf(options);
     this.guarantee = guarantee;
     this.prefix = options.transactionalIdPrefix ?? "";
     this.poolSize = options.transactionalIdPoolSize ?? DEFAULT_POOL_SIZE;
@@ -330,7 +332,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       // lingering transactions are independent round trips: side by side. Nothing is fenced before
       // both are done, and a misconfigured timeout is the error reported when both fail.
       const [checked, searched] = await Promise.allSettled([
-        checkTransactionTimeout(this.kafka, {
+        checkTransactionTimeout(this.kafka(), {
           transactionTimeout: this.timeoutMs,
           // The job's interval; the `checkpointInterval` option serves when the sink runs outside a job.
           checkpointInterval: context.checkpointingInterval ?? this.checkpointIntervalHint,
@@ -475,7 +477,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   private connect(): Promise<KafkaConnection> {
     this.connecting ??= (async () => {
-      const connection = new KafkaConnection(this.kafka);
+      const connection = new KafkaConnection(this.kafka());
       await connection.connect();
       this.connection = connection;
       return connection;
@@ -531,7 +533,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   private plainProducer(): Promise<Producer> {
     this.producer ??= (async () => {
-      const producer = this.kafka.producer({
+      const producer = this.kafka().producer({
         allowAutoTopicCreation: false,
         createPartitioner: this.partitioner,
         ...(this.guarantee === "at-least-once" ? { idempotent: true, maxInFlightRequests: 1 } : {}),
@@ -586,7 +588,8 @@ function handleOf(transaction: KafkaTransaction): {
 }
 
 function partitionerOf(custom: KafkaSinkOptions<unknown>["partitioner"]): ICustomPartitioner {
-  if (custom === undefined) return Partitioners.DefaultPartitioner;
+  // kafkajs's own, looked up when a producer is made: building a sink does not load kafkajs.
+  if (custom === undefined) return () => kafkajs().Partitioners.DefaultPartitioner();
   return () =>
     ({ topic, partitionMetadata, message }) =>
       custom({

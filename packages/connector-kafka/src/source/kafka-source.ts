@@ -7,7 +7,7 @@ import {
   type TypeSerializer,
 } from "@onceflow/core";
 import type { Kafka } from "kafkajs";
-import { kafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
+import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import { type Deserializer, Deserializers } from "./deserializer.js";
 import { type KafkaPartitionSplit, ownerOf, splitIdOf } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
@@ -46,7 +46,9 @@ export class KafkaSource<K = string, V = string, H = string>
   readonly splitDiscoveryIntervalMs: number | undefined;
   /** Splits are stored as JSON, so `onceflow checkpoints inspect` shows readable offsets. */
   readonly splitSerializer: TypeSerializer<KafkaPartitionSplit> = jsonSerializer<KafkaPartitionSplit>();
-  private readonly config: KafkaSourceReaderConfig<K, V, H>;
+  /** The client, made when the source first talks to Kafka (discovery, a reader), not when built. */
+  private readonly kafka: () => Kafka;
+  private readonly config: Omit<KafkaSourceReaderConfig<K, V, H>, "kafka">;
   private readonly topics: readonly string[] | RegExp;
   private initialPartitions: Set<string> | undefined;
 
@@ -80,13 +82,12 @@ export class KafkaSource<K = string, V = string, H = string>
         `must be 0 (off) or a positive integer, got ${discovery}`,
       );
     }
-    const kafka: Kafka = kafkaClientOf(options);
+    this.kafka = lazyKafkaClientOf(options);
     this.topics = options.topics;
     this.boundedness = options.stoppingOffsets === undefined ? "continuous" : "bounded";
     this.splitDiscoveryIntervalMs = this.boundedness === "bounded" || discovery === 0 ? undefined : discovery;
     this.name = `KafkaSource(${Array.isArray(options.topics) ? options.topics.join(",") : String(options.topics)})`;
     this.config = {
-      kafka,
       groupId: options.groupId,
       startingOffsets,
       stoppingOffsets: options.stoppingOffsets,
@@ -111,7 +112,7 @@ export class KafkaSource<K = string, V = string, H = string>
    * them is missed.
    */
   async discoverSplits(context: SplitEnumeratorContext): Promise<KafkaPartitionSplit[]> {
-    const admin = this.config.kafka.admin();
+    const admin = this.kafka().admin();
     await admin.connect();
     try {
       let topics: string[];
@@ -158,7 +159,7 @@ export class KafkaSource<K = string, V = string, H = string>
   }
 
   createReader(context: SourceReaderContext): KafkaSourceReader<K, V, H> {
-    return new KafkaSourceReader(this.config, context);
+    return new KafkaSourceReader({ ...this.config, kafka: this.kafka() }, context);
   }
 }
 

@@ -11,7 +11,6 @@
  *   producer never shows.
  * If a kafkajs upgrade breaks one of these, this file is the only place to fix.
  */
-import { createRequire } from "node:module";
 import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
 import {
   decodeFetchV11,
@@ -20,6 +19,7 @@ import {
   fetchedPartitions,
   partitionKey,
 } from "./fetch-response.js";
+import { kafkajsModule } from "./kafkajs-loader.js";
 import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 import {
   type ProduceCluster,
@@ -27,8 +27,6 @@ import {
   TransactionalProducer,
   type TransactionalProducerOptions,
 } from "./transactional-producer.js";
-
-const requireKafkajs = createRequire(import.meta.url);
 
 // Fetch responses are decoded in `fetch-response.ts` and `record-batch-decoder.ts`.
 export {
@@ -133,17 +131,16 @@ type CreateEosManager = (options: {
   transactionalId: string;
 }) => EosManager;
 
-// The one place where kafkajs internals are loaded and typed.
-const createEosManager = requireKafkajs("kafkajs/src/producer/eosManager") as CreateEosManager;
-const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () => {
-  writeBuffer(value: Buffer): unknown;
-};
-const fetchApiKey = (requireKafkajs("kafkajs/src/protocol/requests/apiKeys") as { Fetch: number }).Fetch;
-const fetchDefinition = (requireKafkajs("kafkajs/src/protocol/requests") as { requests: { Fetch: unknown } })
-  .requests.Fetch;
-const fetchV11Response = requireKafkajs("kafkajs/src/protocol/requests/fetch/v11/response") as {
-  parse(decoded: unknown): Promise<unknown>;
-};
+// The one place where kafkajs internals are loaded (on first use: kafkajs-loader.ts) and typed.
+const createEosManager = kafkajsModule<CreateEosManager>("kafkajs/src/producer/eosManager");
+const KafkajsEncoder = kafkajsModule<new () => { writeBuffer(value: Buffer): unknown }>(
+  "kafkajs/src/protocol/encoder",
+);
+const apiKeys = kafkajsModule<{ Fetch: number }>("kafkajs/src/protocol/requests/apiKeys");
+const requestDefinitions = kafkajsModule<{ requests: { Fetch: unknown } }>("kafkajs/src/protocol/requests");
+const fetchV11Response = kafkajsModule<{ parse(decoded: unknown): Promise<unknown> }>(
+  "kafkajs/src/protocol/requests/fetch/v11/response",
+);
 
 // kafkajs's own producer default.
 const METADATA_MAX_AGE_MS = 300_000;
@@ -298,7 +295,7 @@ export class KafkaConnection {
     wrapCluster?: (cluster: ProduceCluster) => ProduceCluster;
   }): Promise<OpenTransaction> {
     const logger = this.logger.namespace("OnceflowKafkaSink");
-    const eosManager = createEosManager({
+    const eosManager = createEosManager()({
       logger,
       cluster: this.cluster,
       transactionTimeout: options.transactionTimeout,
@@ -337,7 +334,7 @@ export class KafkaConnection {
    * frozen writer's) and bumps the epoch, so the old writer can neither write nor commit.
    */
   async fence(transactionalId: string, transactionTimeout: number): Promise<void> {
-    const eosManager = createEosManager({
+    const eosManager = createEosManager()({
       logger: this.logger.namespace("OnceflowKafkaSink"),
       cluster: this.cluster,
       transactionTimeout,
@@ -376,7 +373,12 @@ export class KafkaConnection {
           });
     const { apiKey, apiVersion, apiName, body } = request;
     return broker.connectionPool.send({
-      request: { apiKey, apiVersion, apiName, encode: async () => new KafkajsEncoder().writeBuffer(body) },
+      request: {
+        apiKey,
+        apiVersion,
+        apiName,
+        encode: async () => new (KafkajsEncoder())().writeBuffer(body),
+      },
       response: { decode: async (payload) => ({ payload }), parse: async ({ payload }) => payload },
     });
   }
@@ -415,11 +417,11 @@ async function fetchWithBatchEnds(
   request: Record<string, unknown>,
   requested: ReadonlyMap<string, bigint>,
 ): Promise<FetchResponse> {
-  const protocolRequest = broker.lookupRequest(fetchApiKey, fetchDefinition)(request);
+  const protocolRequest = broker.lookupRequest(apiKeys().Fetch, requestDefinitions().requests.Fetch)(request);
   if (protocolRequest.request.apiVersion === 11) {
     protocolRequest.response = {
       decode: (raw) => decodeFetchV11(raw, requested),
-      parse: fetchV11Response.parse,
+      parse: fetchV11Response().parse,
     };
   }
   try {

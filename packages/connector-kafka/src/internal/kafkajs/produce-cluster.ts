@@ -3,11 +3,9 @@
  * (connections, metadata, SASL/TLS), its transaction manager (AddPartitionsToTxn) and its protocol
  * errors. Loaded from kafkajs internals like the rest of this folder (kafkajs 2.2.4, pinned).
  */
-import { createRequire } from "node:module";
+import { kafkajsModule } from "./kafkajs-loader.js";
 import { PRODUCE_API_KEY } from "./produce-request.js";
 import type { ProduceCluster } from "./transactional-producer.js";
-
-const requireKafkajs = createRequire(import.meta.url);
 
 /** kafkajs's retry defaults (`src/retry/defaults.js`): the cluster the connector makes has none of its own. */
 export const RETRY_DEFAULTS = { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 };
@@ -41,15 +39,18 @@ export interface ProduceTransactionManager {
   ): Promise<void>;
 }
 
-const createRetry = requireKafkajs("kafkajs/src/retry") as (
-  options: Record<string, unknown>,
-) => <T>(run: (bail: (error: unknown) => void, retryCount: number) => Promise<T>) => Promise<T>;
-const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new (
-  initialSize?: number,
-) => { buf: Buffer; offset: number };
-const { createErrorFromCode } = requireKafkajs("kafkajs/src/protocol/error") as {
-  createErrorFromCode(code: number): Error;
-};
+const createRetry =
+  kafkajsModule<
+    (
+      options: Record<string, unknown>,
+    ) => <T>(run: (bail: (error: unknown) => void, retryCount: number) => Promise<T>) => Promise<T>
+  >("kafkajs/src/retry");
+const KafkajsEncoder = kafkajsModule<new (initialSize?: number) => { buf: Buffer; offset: number }>(
+  "kafkajs/src/protocol/encoder",
+);
+const protocolErrors = kafkajsModule<{ createErrorFromCode(code: number): Error }>(
+  "kafkajs/src/protocol/error",
+);
 
 /**
  * What the lean producer needs of the cluster, from kafkajs's cluster and transaction manager.
@@ -64,7 +65,7 @@ export function produceClusterOf(
   transactionManager: ProduceTransactionManager,
 ): ProduceCluster {
   const known = new Set<string>();
-  const retrier = createRetry({ ...RETRY_DEFAULTS });
+  const retrier = createRetry()({ ...RETRY_DEFAULTS });
   return {
     partitionMetadata: async (topic) => {
       if (!known.has(topic)) {
@@ -128,13 +129,13 @@ export function produceClusterOf(
           throw error;
         }
       }),
-    errorFromCode: createErrorFromCode,
+    errorFromCode: protocolErrors().createErrorFromCode,
   };
 }
 
 /** A kafkajs encoder that holds `body` as it is: kafkajs copies it into the request, once. */
 function encoderOf(body: Buffer): unknown {
-  const encoder = new KafkajsEncoder(0);
+  const encoder = new (KafkajsEncoder())(0);
   encoder.buf = body;
   encoder.offset = body.length;
   return encoder;

@@ -10,9 +10,9 @@
  *
  * Old message sets (magic 0 and 1) still go through kafkajs's decoder.
  */
-import { createRequire } from "node:module";
 import { OnceflowError } from "@onceflow/core";
 import { crc32c } from "./crc32c.js";
+import { kafkajsModule } from "./kafkajs-loader.js";
 import {
   ATTRIBUTES_OFFSET,
   BASE_OFFSET_OFFSET,
@@ -34,17 +34,17 @@ import {
 } from "./record-batch-layout.js";
 import { NO_HEADERS, RecordColumns } from "./record-columns.js";
 
-const requireKafkajs = createRequire(import.meta.url);
-
 /** kafkajs's codec registry: gzip built in, the others registered by the user (`CompressionCodecs`). */
-const compression = requireKafkajs("kafkajs/src/protocol/message/compression") as {
+const compression = kafkajsModule<{
   lookupCodecByAttributes(attributes: number): { decompress(buffer: Buffer): Promise<Buffer> } | null;
-};
-const KafkajsDecoder = requireKafkajs("kafkajs/src/protocol/decoder") as new (buffer: Buffer) => unknown;
-const decodeMessageSet = requireKafkajs("kafkajs/src/protocol/messageSet/decoder") as (
-  decoder: unknown,
-  size: number,
-) => Promise<Array<{ offset: string; timestamp?: string; key: Buffer | null; value: Buffer | null }>>;
+}>("kafkajs/src/protocol/message/compression");
+const KafkajsDecoder = kafkajsModule<new (buffer: Buffer) => unknown>("kafkajs/src/protocol/decoder");
+const decodeMessageSet = kafkajsModule<
+  (
+    decoder: unknown,
+    size: number,
+  ) => Promise<Array<{ offset: string; timestamp?: string; key: Buffer | null; value: Buffer | null }>>
+>("kafkajs/src/protocol/messageSet/decoder");
 
 /**
  * A record's offset as a {@link RawRecord} holds it: a number when exact (from 0 to 2^53 - 1, every
@@ -268,7 +268,7 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
     let stop = batchEnd;
     if ((attributes & COMPRESSION_MASK) !== 0) {
       // kafkajs's registry; a codec it lacks throws its KafkaJSNotImplemented, as kafkajs did.
-      const codec = compression.lookupCodecByAttributes(attributes);
+      const codec = compression().lookupCodecByAttributes(attributes);
       if (codec !== null) {
         data = await codec.decompress(set.subarray(start, stop));
         start = 0;
@@ -580,7 +580,7 @@ class AbortedFilter {
 
 /** An old message set entry (magic 0 or 1) through kafkajs's decoder; no headers, no transactions. */
 async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RecordColumns): Promise<void> {
-  const messages = await decodeMessageSet(new KafkajsDecoder(entry), entry.length);
+  const messages = await decodeMessageSet()(new (KafkajsDecoder())(entry), entry.length);
   for (const message of messages) {
     const offset = BigInt(message.offset);
     if (offset < fetchOffset) continue;
