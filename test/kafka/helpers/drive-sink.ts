@@ -91,9 +91,9 @@ export class SinkDriver<IN> {
     await this.sink.writeBatch(values, sinkContext);
   }
 
-  /** Takes checkpoint `checkpointId` and returns the state it stores. */
-  async checkpoint(checkpointId: number): Promise<SinkState> {
-    await this.sink.snapshotState({ checkpointId, checkpointTimestamp: Date.now() });
+  /** Takes checkpoint `checkpointId` (the job's last with `isFinal`) and returns the state it stores. */
+  async checkpoint(checkpointId: number, options: { isFinal?: boolean } = {}): Promise<SinkState> {
+    await this.sink.snapshotState({ checkpointId, checkpointTimestamp: Date.now(), ...options });
     return structuredClone(this.state);
   }
 

@@ -5,7 +5,8 @@ import type { Serializer } from "./serializer.js";
 /**
  * What a {@link KafkaSink} promises — Flink's `DeliveryGuarantee`.
  *
- * - `"none"`: records are sent without waiting; a crash may lose some, a retried request may repeat some.
+ * - `"none"`: records are sent without waiting; only the job's last checkpoint waits for the
+ *   acknowledgements, so a crash may lose some.
  * - `"at-least-once"`: every send is acknowledged before a checkpoint completes; a restore may repeat records.
  * - `"exactly-once"`: Kafka transactions tied to checkpoints; `read_committed` consumers see each record once.
  *
@@ -83,12 +84,13 @@ export interface KafkaSinkOptions<IN> {
   /** Log and skip data lost to a transaction timeout instead of failing (default false). */
   readonly ignoreFailuresAfterTransactionTimeout?: boolean;
   /**
-   * Exactly-once: how long a partition's batch that is not full waits for more records before it
-   * is sent (Kafka's `linger.ms`; default 100, Kafka Streams' default for its producers; 0
-   * sends as soon as the partition has no request in flight). Records are visible only at the
-   * commit, so lingering delays nothing a reader sees; fewer, larger Produce requests cost the
+   * How long a partition's batch that is not full waits for more records before it is sent
+   * (Kafka's `linger.ms`; 0 sends as soon as the partition has no request in flight). Exactly-once
+   * defaults to 100 (Kafka Streams' default for its producers): records are visible only at the
+   * commit, so lingering delays nothing a reader sees, and fewer, larger Produce requests cost the
    * broker and the job less CPU per record when records arrive slower than the broker answers.
-   * The checkpoint's pre-commit sends every batch at once. `"at-least-once"` and `"none"` ignore it.
+   * At-least-once and none default to 5 (the Java producer's): their records are visible once
+   * acknowledged. A checkpoint's pre-commit sends every batch at once (under none only the last).
    */
   readonly lingerMs?: number;
   /** Commit retries with backoff (default 10 attempts, 200 ms doubling to 10 s). */

@@ -7,10 +7,15 @@ import {
   type SinkContext,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
-import type { ICustomPartitioner, Kafka, Message, Producer } from "kafkajs";
+import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
-import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../internal/kafkajs/internals.js";
+import {
+  type IdempotentProducerHandle,
+  KafkaConnection,
+  kafkaErrorType,
+  type OpenTransaction,
+} from "../internal/kafkajs/internals.js";
 import { kafkajs } from "../internal/kafkajs/kafkajs-loader.js";
 import {
   type FencedTransactionContext,
@@ -55,8 +60,9 @@ const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
 const DEFAULT_POOL_SIZE = 5;
 /** Kafka Streams' default for its producers; under exactly-once nothing is visible before the commit anyway. */
 const DEFAULT_LINGER_MS = 100;
+/** The Java producer's default since Kafka 4.0 (KIP-1030): outside transactions records are visible once acknowledged. */
+const DEFAULT_LINGER_MS_OUTSIDE_TRANSACTIONS = 5;
 const FENCE_CONCURRENCY = 8;
-const NONE_MAX_IN_FLIGHT = 8;
 const RETRIABLE_COMMIT_ERRORS = new Set([
   "CONCURRENT_TRANSACTIONS",
   "COORDINATOR_LOAD_IN_PROGRESS",
@@ -115,13 +121,12 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   private connection: KafkaConnection | undefined;
   private connecting: Promise<KafkaConnection> | undefined;
-  private producer: Promise<Producer> | undefined;
+  /** At-least-once and none: one idempotent producer per attempt, made at the first record. */
+  private producer: Promise<IdempotentProducerHandle> | undefined;
   private pool: TransactionalIdPool | undefined;
   private readonly openTransactions = new WeakMap<KafkaTransaction, Promise<OpenTransaction>>();
   /** What the recovery of the current attempt learnt; a new attempt (a new context) starts afresh. */
   private attempt: AttemptRecovery | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
-  private sendFailure: unknown;
   private registeredPrefix: string | undefined;
 
   constructor(options: KafkaSinkOptions<IN>) {
@@ -181,7 +186,9 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     this.guarantee = guarantee;
     this.prefix = options.transactionalIdPrefix ?? "";
     this.poolSize = options.transactionalIdPoolSize ?? DEFAULT_POOL_SIZE;
-    this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
+    this.lingerMs =
+      options.lingerMs ??
+      (guarantee === "exactly-once" ? DEFAULT_LINGER_MS : DEFAULT_LINGER_MS_OUTSIDE_TRANSACTIONS);
     this.timeoutMs = timeout;
     this.checkpointIntervalHint = options.checkpointInterval;
     const topic = options.topic;
@@ -211,29 +218,14 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   protected override async invokeBatch(transaction: KafkaTransaction, values: readonly IN[]): Promise<void> {
     if (values.length === 0) return;
-    if (this.sendFailure !== undefined) throw this.sendFailure;
     const topicMessages = this.toTopicMessages(values);
-    if (this.guarantee === "exactly-once") {
-      // Returns once the records are batched; a failure (already mapped, see openTransaction) shows
-      // in a later write or at the latest in preCommit's flush.
-      await (await this.openTransaction(transaction)).send(topicMessages);
-    } else if (this.guarantee === "at-least-once") {
-      await (await this.plainProducer()).sendBatch({ topicMessages, acks: -1 }).catch((error: unknown) => {
-        throw recordRejection(error, this.name, topicMessages) ?? error;
-      });
-    } else {
-      // No guarantee: do not wait for acknowledgements, only bound what is in flight.
-      const producer = await this.plainProducer();
-      if (this.inFlight.size >= NONE_MAX_IN_FLIGHT) await Promise.race(this.inFlight);
-      const send: Promise<void> = producer
-        .sendBatch({ topicMessages, acks: -1 })
-        .then(() => undefined)
-        .catch((error: unknown) => {
-          this.sendFailure ??= recordRejection(error, this.name, topicMessages) ?? error;
-        })
-        .finally(() => this.inFlight.delete(send));
-      this.inFlight.add(send);
-    }
+    // Returns once the records are batched (waiting only while too much is unacknowledged); a
+    // failure (already mapped) shows in a later write or at the latest in preCommit.
+    const producer =
+      this.guarantee === "exactly-once"
+        ? await this.openTransaction(transaction)
+        : await this.idempotentProducer();
+    await producer.send(topicMessages);
     transaction.records += values.length;
   }
 
@@ -241,11 +233,14 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     transaction: KafkaTransaction,
     checkpoint: FunctionSnapshotContext,
   ): Promise<void> {
-    // Exactly-once sends are acknowledged here, before the checkpoint can acknowledge the
-    // transaction: every record is in the broker's log (or the send failed, and so does this).
+    // Sends are acknowledged here, before the checkpoint can acknowledge the transaction: every
+    // record is in the broker's log (or the send failed, and so does this). Without a guarantee
+    // only the last checkpoint waits (Flink's NONE flushes at the end of input only).
     await (await this.openTransactions.get(transaction))?.flush();
+    const producer = await this.producer;
+    if (this.guarantee === "at-least-once" || checkpoint.isFinal === true) await producer?.flush();
+    else producer?.throwIfFailed();
     transaction.checkpointId = checkpoint.checkpointId;
-    if (this.sendFailure !== undefined) throw this.sendFailure;
   }
 
   protected async commit(transaction: KafkaTransaction): Promise<void> {
@@ -421,15 +416,15 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
 
   /**
    * Ends the attempt after `close()` aborted the open transaction (or after a failed start): drops
-   * the prefix claim, waits for unacknowledged sends (`none`), disconnects the producer and the
-   * connection.
+   * the prefix claim, stops the producer outside transactions (waiting for its requests in flight;
+   * what it did not send, a restore sends again under at-least-once) and disconnects.
    */
   protected override async closeResources(): Promise<void> {
     this.releasePrefix();
-    await Promise.allSettled([...this.inFlight]);
     const producer = this.producer;
     this.producer = undefined;
-    await Promise.allSettled([producer?.then((p) => p.disconnect()), this.connection?.disconnect()]);
+    await producer?.then((p) => p.close()).catch(() => undefined);
+    await this.connection?.disconnect().catch(() => undefined);
     this.connection = undefined;
     this.connecting = undefined;
   }
@@ -531,16 +526,26 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     };
   }
 
-  private plainProducer(): Promise<Producer> {
-    this.producer ??= (async () => {
-      const producer = this.kafka().producer({
-        allowAutoTopicCreation: false,
-        createPartitioner: this.partitioner,
-        ...(this.guarantee === "at-least-once" ? { idempotent: true, maxInFlightRequests: 1 } : {}),
+  /**
+   * At-least-once and none: the attempt's idempotent producer (InitProducerId without a
+   * transactional id), on the same produce path as a transaction's. A producer that failed stays
+   * failed: its sequence numbers are no longer the broker's, and the attempt restarts.
+   */
+  private idempotentProducer(): Promise<IdempotentProducerHandle> {
+    if (this.producer === undefined) {
+      const started = this.connect().then((connection) =>
+        connection.startIdempotentProducer({
+          partitioner: this.partitioner,
+          lingerMs: this.lingerMs,
+          mapFailure: (error, records) => recordRejection(error, this.name, records) ?? error,
+        }),
+      );
+      this.producer = started;
+      // A failed start is tried again at the next record.
+      started.catch(() => {
+        if (this.producer === started) this.producer = undefined;
       });
-      await producer.connect();
-      return producer;
-    })();
+    }
     return this.producer;
   }
 

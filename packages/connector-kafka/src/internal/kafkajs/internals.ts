@@ -1,7 +1,7 @@
 /**
  * Every use of kafkajs internals lives in this folder (`internal/kafkajs`), and every cast to them
- * is made here or in `produce-cluster.ts`, which gives the exactly-once produce path
- * (`transactional-producer.ts` and its codecs) the narrow `ProduceCluster` it needs, except
+ * is made here or in `produce-cluster.ts`, which gives the connector's produce path
+ * (`idempotent-producer.ts` and its codecs) the narrow `ProduceCluster` it needs, except
  * kafkajs's compression codec registry and old message-set decoder, which the Fetch decoder
  * (`record-batch-decoder.ts`) uses.
  *
@@ -19,14 +19,14 @@ import {
   fetchedPartitions,
   partitionKey,
 } from "./fetch-response.js";
-import { kafkajsModule } from "./kafkajs-loader.js";
-import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 import {
+  IdempotentProducer,
+  type IdempotentProducerOptions,
   type ProduceCluster,
   type TopicMessages,
-  TransactionalProducer,
-  type TransactionalProducerOptions,
-} from "./transactional-producer.js";
+} from "./idempotent-producer.js";
+import { kafkajsModule } from "./kafkajs-loader.js";
+import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 
 // Fetch responses are decoded in `fetch-response.ts` and `record-batch-decoder.ts`.
 export {
@@ -144,6 +144,8 @@ const fetchV11Response = kafkajsModule<{ parse(decoded: unknown): Promise<unknow
 
 // kafkajs's own producer default.
 const METADATA_MAX_AGE_MS = 300_000;
+// kafkajs's default; InitProducerId without a transactional id ignores it.
+const DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000;
 const TRANSACTION_COORDINATOR = 1;
 const GROUP_COORDINATOR = 0;
 const READ_COMMITTED = 1;
@@ -277,31 +279,13 @@ export class KafkaConnection {
   /**
    * Starts a transaction on `transactionalId`: InitProducerId (which aborts whatever was open on the
    * id and bumps its epoch), then a producer bound to that producer id and epoch: the one of
-   * `transactional-producer.ts` (records batched per partition, several requests in flight,
+   * `idempotent-producer.ts` (records batched per partition, several requests in flight,
    * everything acknowledged at `flush`). `mapFailure` turns a failed send into the error to throw.
    */
-  async beginTransaction(options: {
-    transactionalId: string;
-    transactionTimeout: number;
-    partitioner: ICustomPartitioner;
-    mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
-    /** How long a partition's batch that is not full waits for more records (`linger.ms`). */
-    lingerMs?: number;
-    /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
-    tuning?: Pick<
-      TransactionalProducerOptions,
-      "batchBytes" | "maxBufferedBytes" | "maxInFlightRequestsPerBroker"
-    >;
-    wrapCluster?: (cluster: ProduceCluster) => ProduceCluster;
-  }): Promise<OpenTransaction> {
-    const logger = this.logger.namespace("OnceflowKafkaSink");
-    const eosManager = createEosManager()({
-      logger,
-      cluster: this.cluster,
-      transactionTimeout: options.transactionTimeout,
-      transactional: true,
-      transactionalId: options.transactionalId,
-    });
+  async beginTransaction(
+    options: ProducerStartOptions & { transactionalId: string; transactionTimeout: number },
+  ): Promise<OpenTransaction> {
+    const eosManager = this.transactionManager(options.transactionalId, options.transactionTimeout);
     await eosManager.initProducerId();
     eosManager.beginTransaction();
     const handle = {
@@ -309,22 +293,58 @@ export class KafkaConnection {
       producerId: eosManager.getProducerId(),
       producerEpoch: eosManager.getProducerEpoch(),
     };
-    const producer = new TransactionalProducer({
-      ...handle,
-      producerId: BigInt(handle.producerId),
+    return { ...handle, ...this.producerOf(eosManager, handle.transactionalId, options) };
+  }
+
+  /**
+   * An idempotent producer outside transactions (at-least-once, none): InitProducerId without a
+   * transactional id, then the same produce path as a transaction's. Its records are visible once
+   * acknowledged; its sequence numbers keep each partition's batches in order and a resent batch
+   * once, for as long as the producer lives.
+   */
+  async startIdempotentProducer(options: ProducerStartOptions): Promise<IdempotentProducerHandle> {
+    const eosManager = this.transactionManager(null, DEFAULT_TRANSACTION_TIMEOUT_MS);
+    await eosManager.initProducerId();
+    return {
+      producerId: eosManager.getProducerId(),
+      producerEpoch: eosManager.getProducerEpoch(),
+      ...this.producerOf(eosManager, null, options),
+    };
+  }
+
+  /** kafkajs's transaction manager for `transactionalId`; `null`: an idempotent producer's. */
+  private transactionManager(transactionalId: string | null, transactionTimeout: number): EosManager {
+    return createEosManager()({
+      logger: this.logger.namespace("OnceflowKafkaSink"),
+      cluster: this.cluster,
+      transactionTimeout,
+      transactional: transactionalId !== null,
+      // kafkajs sends no transactional id in InitProducerId when not transactional.
+      transactionalId: transactionalId ?? "",
+    });
+  }
+
+  /** The produce path bound to the producer id and epoch `eosManager` holds. */
+  private producerOf(
+    eosManager: EosManager,
+    transactionalId: string | null,
+    options: ProducerStartOptions,
+  ): Omit<IdempotentProducerHandle, "producerId" | "producerEpoch"> {
+    const producer = new IdempotentProducer({
+      transactionalId,
+      producerId: BigInt(eosManager.getProducerId()),
+      producerEpoch: eosManager.getProducerEpoch(),
       ...options.tuning,
       ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
       cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
-      partitioner: options.partitioner() as ConstructorParameters<
-        typeof TransactionalProducer
-      >[0]["partitioner"],
+      partitioner: options.partitioner() as IdempotentProducerOptions["partitioner"],
       mapFailure: options.mapFailure,
       retry: RETRY_DEFAULTS,
     });
     return {
-      ...handle,
       send: (topicMessages) => producer.send(topicMessages),
       flush: () => producer.flush(),
+      throwIfFailed: () => producer.throwIfFailed(),
       close: () => producer.close(),
     };
   }
@@ -334,14 +354,7 @@ export class KafkaConnection {
    * frozen writer's) and bumps the epoch, so the old writer can neither write nor commit.
    */
   async fence(transactionalId: string, transactionTimeout: number): Promise<void> {
-    const eosManager = createEosManager()({
-      logger: this.logger.namespace("OnceflowKafkaSink"),
-      cluster: this.cluster,
-      transactionTimeout,
-      transactional: true,
-      transactionalId,
-    });
-    await eosManager.initProducerId();
+    await this.transactionManager(transactionalId, transactionTimeout).initProducerId();
   }
 
   /** The node ids of every broker in fresh metadata. */
@@ -435,17 +448,37 @@ async function fetchWithBatchEnds(
   }
 }
 
-/** A transaction started by {@link KafkaConnection.beginTransaction}. */
-export interface OpenTransaction {
-  readonly transactionalId: string;
+/** How {@link KafkaConnection.beginTransaction} and `startIdempotentProducer` set up their producer. */
+export interface ProducerStartOptions {
+  readonly partitioner: ICustomPartitioner;
+  readonly mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
+  /** How long a partition's batch that is not full waits for more records (`linger.ms`). */
+  readonly lingerMs?: number;
+  /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
+  readonly tuning?: Pick<
+    IdempotentProducerOptions,
+    "batchBytes" | "maxBufferedBytes" | "maxInFlightRequestsPerBroker"
+  >;
+  readonly wrapCluster?: (cluster: ProduceCluster) => ProduceCluster;
+}
+
+/** A producer started by {@link KafkaConnection.startIdempotentProducer}. */
+export interface IdempotentProducerHandle {
   readonly producerId: string;
   readonly producerEpoch: number;
   /** Hands records over; returns before they are acknowledged. Throws an earlier send's failure. */
   send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>): Promise<void>;
   /** Waits until every record sent is acknowledged; throws the first failure. */
   flush(): Promise<void>;
+  /** Throws the failure of an earlier send, if one failed; waits for nothing. */
+  throwIfFailed(): void;
   /** Sends nothing more and waits for the requests in flight; never throws. */
   close(): Promise<void>;
+}
+
+/** A transaction started by {@link KafkaConnection.beginTransaction}. */
+export interface OpenTransaction extends IdempotentProducerHandle {
+  readonly transactionalId: string;
 }
 
 /** The protocol error name kafkajs gives a broker error (`INVALID_PRODUCER_EPOCH` …), if any. */

@@ -1,11 +1,12 @@
 /**
- * The bridge between the lean produce path (`transactional-producer.ts`) and kafkajs: its cluster
+ * The bridge between the lean produce path (`idempotent-producer.ts`) and kafkajs: its cluster
  * (connections, metadata, SASL/TLS), its transaction manager (AddPartitionsToTxn) and its protocol
  * errors. Loaded from kafkajs internals like the rest of this folder (kafkajs 2.2.4, pinned).
  */
+
+import type { ProduceCluster } from "./idempotent-producer.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
 import { PRODUCE_API_KEY } from "./produce-request.js";
-import type { ProduceCluster } from "./transactional-producer.js";
 
 /** kafkajs's retry defaults (`src/retry/defaults.js`): the cluster the connector makes has none of its own. */
 export const RETRY_DEFAULTS = { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 };
@@ -57,7 +58,7 @@ const protocolErrors = kafkajsModule<{ createErrorFromCode(code: number): Error 
  *
  * @example
  * ```ts
- * const producer = new TransactionalProducer({ ...ids, cluster: produceClusterOf(cluster, eosManager), ... });
+ * const producer = new IdempotentProducer({ ...ids, cluster: produceClusterOf(cluster, eosManager), ... });
  * ```
  */
 export function produceClusterOf(

@@ -3,21 +3,23 @@ import { describe, expect, it } from "vitest";
 import { recordsOfBatch } from "./record-batch-decoder.js";
 import { type BatchRecord, encodeRecordBatch } from "./record-batch-encoder.js";
 import {
+  ATTRIBUTES_OFFSET,
   BASE_SEQUENCE_OFFSET,
   COUNT_OFFSET,
   PRODUCER_EPOCH_OFFSET,
   PRODUCER_ID_OFFSET,
+  TRANSACTIONAL_FLAG,
 } from "./record-batch-layout.js";
 import { messagesOfBatch, nextSequence, type SealedBatch, splitInHalves } from "./sealed-batch.js";
 
 const producer = { producerId: 4001n, producerEpoch: 7 };
 const MAX_SEQUENCE = 0x7fffffff;
 
-function sealed(records: readonly BatchRecord[], baseSequence: number): SealedBatch {
+function sealed(records: readonly BatchRecord[], baseSequence: number, transactional = true): SealedBatch {
   const bytes = encodeRecordBatch(records, 1_700_000_000_000, {
     ...producer,
     baseSequence,
-    transactional: true,
+    transactional,
   });
   return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 2 };
 }
@@ -99,6 +101,16 @@ describe("splitInHalves", () => {
       ),
       { numRuns: 50 },
     );
+  });
+
+  it("keeps the refused batch's transactional bit: set in a transaction, clear for an idempotent producer", () => {
+    const isTransactional = (batch: SealedBatch) =>
+      (batch.bytes.readInt16BE(ATTRIBUTES_OFFSET) & TRANSACTIONAL_FLAG) !== 0;
+    for (const transactional of [true, false]) {
+      const refused = sealed(records(4), 12, transactional);
+      expect(isTransactional(refused)).toBe(transactional);
+      expect(splitInHalves(refused, producer).map(isTransactional)).toEqual([transactional, transactional]);
+    }
   });
 
   it("refuses a batch of one record: only the producer can fail it", () => {

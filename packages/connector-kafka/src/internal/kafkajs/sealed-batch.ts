@@ -1,5 +1,5 @@
 /**
- * A sealed record batch of the exactly-once produce path, and what is done to one after it is
+ * A sealed record batch of the connector's produce path, and what is done to one after it is
  * sealed: Kafka's sequence arithmetic, the split of a batch the topic refused as too large, and
  * the decoding of its records back into messages for an error report.
  *
@@ -7,11 +7,13 @@
  * that take the same sequence range (the first half the batch's base sequence, the second the
  * rest), so the batches queued behind it keep theirs. The refused batch was not appended and
  * nothing later of its partition is in flight, so the broker expects exactly the first half next.
+ * The halves are transactional when the refused batch was.
  */
 
+import type { ProducerMessage } from "./idempotent-producer.js";
 import { type EncodedRecord, recordsOfBatch } from "./record-batch-decoder.js";
 import { type BatchProducer, RecordBatchBuilder } from "./record-batch-encoder.js";
-import type { ProducerMessage } from "./transactional-producer.js";
+import { ATTRIBUTES_OFFSET, TRANSACTIONAL_FLAG } from "./record-batch-layout.js";
 
 /**
  * A batch waiting for its acknowledgement: its bytes only. The records it was encoded from are not
@@ -27,7 +29,7 @@ export interface SealedBatch {
   attempts: number;
 }
 
-/** The producer a batch is written for: every batch of a transaction carries it. */
+/** The producer a batch is written for: every batch of a producer carries it. */
 export type ProducerIdentity = Pick<BatchProducer, "producerId" | "producerEpoch">;
 
 const MAX_SEQUENCE = 0x7fffffff;
@@ -65,9 +67,11 @@ export function splitInHalves(refused: SealedBatch, producer: ProducerIdentity):
   // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
   // one varlong (10 bytes) more per record.
   const capacity = refused.bytes.length + 10 * records.length;
+  const transactional = (refused.bytes.readInt16BE(ATTRIBUTES_OFFSET) & TRANSACTIONAL_FLAG) !== 0;
+  const batch = { ...producer, transactional };
   return [
-    encode(records.slice(0, half), refused.baseSequence, capacity, producer),
-    encode(records.slice(half), nextSequence(refused.baseSequence, half), capacity, producer),
+    encode(records.slice(0, half), refused.baseSequence, capacity, batch),
+    encode(records.slice(half), nextSequence(refused.baseSequence, half), capacity, batch),
   ];
 }
 
@@ -89,7 +93,7 @@ function encode(
   records: readonly EncodedRecord[],
   baseSequence: number,
   capacity: number,
-  producer: ProducerIdentity,
+  producer: ProducerIdentity & { readonly transactional: boolean },
 ): SealedBatch {
   const builder = new RecordBatchBuilder(capacity);
   for (const record of records) {
@@ -101,7 +105,7 @@ function encode(
     producerId: producer.producerId,
     producerEpoch: producer.producerEpoch,
     baseSequence,
-    transactional: true,
+    transactional: producer.transactional,
   });
   return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 0 };
 }

@@ -1,4 +1,4 @@
-// The lean exactly-once produce path against the real broker: ordering, deduplication of resent
+// The connector's produce path against the real broker, in a transaction and outside one: ordering, deduplication of resent
 // batches, failures. Faults are injected between the producer and kafkajs's connection, never in
 // the broker.
 import { randomUUID } from "node:crypto";
@@ -6,9 +6,9 @@ import { createKafkaTopic, readCommittedKafkaRecords } from "@onceflow/testkit";
 import { sharedKafka } from "@onceflow/testkit/vitest";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProduceCluster } from "../src/internal/kafkajs/idempotent-producer.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../src/internal/kafkajs/internals.js";
 import { decodeProduceResponse } from "../src/internal/kafkajs/produce-request.js";
-import type { ProduceCluster } from "../src/internal/kafkajs/transactional-producer.js";
 
 const brokers = () => [...sharedKafka().brokers];
 const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -40,7 +40,7 @@ const commit = (open: OpenTransaction, commit = true) => connection.endTransacti
 
 /** 10,000 keyed records with headers, sent in chunks (`pauseMs` apart); value = sequence number per key. */
 async function sendKeyed(
-  open: OpenTransaction,
+  open: Pick<OpenTransaction, "send">,
   topic: string,
   keys = 50,
   chunks = 20,
@@ -62,6 +62,29 @@ async function sendKeyed(
     await open.send([{ topic, messages }]);
   }
   return n;
+}
+
+/** Every third Produce request is written by the broker, but its response is lost. */
+function losingEveryThirdResponse() {
+  const counter = {
+    lost: 0,
+    calls: 0,
+    wrap: (cluster: ProduceCluster): ProduceCluster => ({
+      ...cluster,
+      produce: async (nodeId, version, body) => {
+        const response = await cluster.produce(nodeId, version, body);
+        if (counter.calls++ % 3 === 1) {
+          counter.lost++;
+          throw Object.assign(new Error("injected: connection lost after the broker wrote"), {
+            name: "KafkaJSConnectionError",
+            retriable: true,
+          });
+        }
+        return response;
+      },
+    }),
+  };
+  return counter;
 }
 
 /** Counts the Produce requests of a producer given `wrap` as its `wrapCluster`. */
@@ -95,7 +118,7 @@ function expectOncePerKeyInOrder(
   expect(next.size).toBe(keys);
 }
 
-describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () => {
+describe("IdempotentProducer on the real broker", { timeout: 180_000 }, () => {
   it("writes every record once, in order per key, over many small batches and bounded buffers", async () => {
     const topic = unique("producer-order");
     await createKafkaTopic(brokers(), topic, { partitions: 3 });
@@ -112,28 +135,12 @@ describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () =>
   it("resends a batch whose response was lost with the same sequence: the broker keeps it once", async () => {
     const topic = unique("producer-resend");
     await createKafkaTopic(brokers(), topic, { partitions: 2 });
-    let calls = 0;
-    let lost = 0;
-    const losingResponses = (cluster: ProduceCluster): ProduceCluster => ({
-      ...cluster,
-      produce: async (nodeId, version, body) => {
-        const response = await cluster.produce(nodeId, version, body);
-        // Every third request: the broker wrote it, the client never hears back.
-        if (calls++ % 3 === 1) {
-          lost++;
-          throw Object.assign(new Error("injected: connection lost after the broker wrote"), {
-            name: "KafkaJSConnectionError",
-            retriable: true,
-          });
-        }
-        return response;
-      },
-    });
-    const open = await begin({ tuning: { batchBytes: 4_096 }, wrapCluster: losingResponses });
+    const losing = losingEveryThirdResponse();
+    const open = await begin({ tuning: { batchBytes: 4_096 }, wrapCluster: losing.wrap });
     const total = await sendKeyed(open, topic, 20, 10, 300);
     await open.flush();
     await commit(open);
-    expect(lost).toBeGreaterThan(2);
+    expect(losing.lost).toBeGreaterThan(2);
     expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 20, total);
   });
 
@@ -286,6 +293,27 @@ describe("TransactionalProducer on the real broker", { timeout: 180_000 }, () =>
     // The refused batch was split: "small" went alone (and was aborted), the large record never got in.
     const written = await readCommittedKafkaRecords(brokers(), topic, { isolation: "read_uncommitted" });
     expect(written.map((r) => r.value)).toEqual(["small"]);
+  });
+
+  it("outside transactions (at-least-once, none): visible once acknowledged, resent batches kept once, too-large batches split", async () => {
+    const topic = unique("producer-idempotent");
+    await createKafkaTopic(brokers(), topic, { partitions: 2, config: { "max.message.bytes": "4096" } });
+    const losing = losingEveryThirdResponse();
+    const producer = await connection.startIdempotentProducer({
+      partitioner: Partitioners.DefaultPartitioner,
+      mapFailure: (error) => error,
+      // Batches four times the topic's limit: each is split before it is written.
+      tuning: { batchBytes: 16_384 },
+      wrapCluster: losing.wrap,
+    });
+    expect(BigInt(producer.producerId)).toBeGreaterThanOrEqual(0n);
+    const total = await sendKeyed(producer, topic, 20, 10, 300);
+    await producer.flush();
+    await producer.close();
+    expect(losing.lost).toBeGreaterThan(2);
+    // No transaction to commit: a read_committed reader sees every record once it is acknowledged
+    // (transactional batches outside a transaction would have been refused).
+    expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 20, total);
   });
 
   it("a fenced producer's writes are refused with a typed error", async () => {

@@ -1,7 +1,9 @@
 /**
- * The exactly-once produce path: records of one open transaction, partitioned in one pass, appended
- * to one record batch per partition, sent as Produce requests encoded here — several in flight per
- * broker, at most one per partition — and flushed before the checkpoint.
+ * The connector's produce path: records partitioned in one pass, appended to one record batch per
+ * partition, sent as Produce requests encoded here — several in flight per broker, at most one per
+ * partition — and flushed before the checkpoint. With a transactional id the records belong to that
+ * id's open transaction (exactly-once); without one the producer is idempotent only (at-least-once
+ * and none): the same batching, sequence numbers and resends, visible as soon as acknowledged.
  *
  * Ordering and exactly-once: every partition is a lane with its own sequence numbers (0 after
  * InitProducerId, counted here). A batch gets its base sequence when it is sealed and keeps it: a
@@ -64,9 +66,10 @@ export interface ProduceCluster {
   errorFromCode(code: number): Error;
 }
 
-/** Limits and identity of one transactional producer. */
-export interface TransactionalProducerOptions {
-  readonly transactionalId: string;
+/** Limits and identity of one producer. */
+export interface IdempotentProducerOptions {
+  /** The id whose open transaction the records join; `null`: idempotent only, outside transactions. */
+  readonly transactionalId: string | null;
   readonly producerId: bigint;
   readonly producerEpoch: number;
   readonly cluster: ProduceCluster;
@@ -131,19 +134,20 @@ interface Lane {
 }
 
 /**
- * One open transaction's producer. `send` returns once the records are batched (waiting only when
- * too much is unacknowledged); `flush` returns when every record is acknowledged, or throws the
- * first failure; `close` stops sending and waits for what is in flight.
+ * One producer id's producer: one open transaction's, or an idempotent producer outside
+ * transactions. `send` returns once the records are batched (waiting only when too much is
+ * unacknowledged); `flush` returns when every record is acknowledged, or throws the first failure;
+ * `close` stops sending and waits for what is in flight.
  *
  * @example
  * ```ts
- * const producer = new TransactionalProducer({ transactionalId, producerId, producerEpoch, cluster,
+ * const producer = new IdempotentProducer({ transactionalId, producerId, producerEpoch, cluster,
  *   partitioner, mapFailure: (error) => error, retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 } });
  * await producer.send([{ topic: "orders", messages: [{ value: "a" }] }]);
  * await producer.flush();
  * ```
  */
-export class TransactionalProducer {
+export class IdempotentProducer {
   /** Every lane, in the order they were made; `topicLanes` finds them by topic and partition. */
   private readonly lanes: Lane[] = [];
   private readonly topicLanes = new Map<string, Lane[]>();
@@ -166,7 +170,7 @@ export class TransactionalProducer {
   private adding: Promise<void> = Promise.resolve();
   private refreshing: Promise<void> | undefined;
 
-  constructor(private readonly options: TransactionalProducerOptions) {
+  constructor(private readonly options: IdempotentProducerOptions) {
     this.batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
     this.maxInFlight = options.maxInFlightRequestsPerBroker ?? DEFAULT_MAX_IN_FLIGHT;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
@@ -177,7 +181,7 @@ export class TransactionalProducer {
   /** Partitions and batches the records and sends what is ready; throws an earlier send's failure. */
   async send(topicMessages: readonly TopicMessages[]): Promise<void> {
     this.throwIfFailed();
-    if (this.closed) throw new Error("TransactionalProducer: send after close");
+    if (this.closed) throw new Error("IdempotentProducer: send after close");
     const now = Date.now();
     const { cluster, partitioner } = this.options;
     for (const { topic, messages } of topicMessages) {
@@ -221,7 +225,7 @@ export class TransactionalProducer {
     while (this.bufferedBytes > 0 && this.failure === undefined && !this.closed) await this.changed();
     this.throwIfFailed();
     if (this.bufferedBytes > 0)
-      throw new Error("TransactionalProducer: closed before every record was acknowledged");
+      throw new Error("IdempotentProducer: closed before every record was acknowledged");
   }
 
   /** Sends nothing more and waits for the requests in flight (before the transaction is aborted). */
@@ -232,11 +236,12 @@ export class TransactionalProducer {
     this.wake();
   }
 
-  // ---- internals --------------------------------------------------------------------------------
-
-  private throwIfFailed(): void {
+  /** Throws the failure of an earlier send, if one failed (what `send` and `flush` throw first). */
+  throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure.error;
   }
+
+  // ---- internals --------------------------------------------------------------------------------
 
   private newLane(lanes: Lane[], topic: string, partition: number): Lane {
     if (!Number.isInteger(partition) || partition < 0) {
@@ -253,7 +258,8 @@ export class TransactionalProducer {
       queue: [],
       busy: false,
       nextSequence: 0,
-      added: false,
+      // Outside a transaction there is nothing to join (no AddPartitionsToTxn).
+      added: this.options.transactionalId === null,
     };
     lanes[partition] = lane;
     this.lanes.push(lane);
@@ -276,7 +282,7 @@ export class TransactionalProducer {
       producerId: this.options.producerId,
       producerEpoch: this.options.producerEpoch,
       baseSequence,
-      transactional: true,
+      transactional: this.options.transactionalId !== null,
     });
     lane.nextSequence = nextSequence(baseSequence, builder.count);
     let slab = lane.slab;
