@@ -8,6 +8,8 @@ export default defineConfig([
     sourcemap: true,
     clean: true,
     target: "node20",
+    // The CommonJS build needs import.meta.url (createRequire, which loads pg on first use).
+    shims: true,
   },
   {
     // The `onceflow-postgres` executable: ESM only, not part of the importable API.

@@ -1,11 +1,12 @@
 import { type Logger, silentLogger } from "@onceflow/core";
-import pg from "pg";
+import type pg from "pg";
 import { asConfigurationProblem } from "../errors/permanent-errors.js";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import { checkSinkId } from "../sink/options-check.js";
 import { stageTablesPrefix } from "../sink/staging-mode.js";
 import { literal, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
+import { pgDriver } from "../sql/pg-loader.js";
 import { openPool, type PostgresConnectionOptions, withClient } from "../sql/pool.js";
 
 /**
@@ -396,7 +397,7 @@ async function inDatabase<T>(
       : typeof options.connection === "string"
         ? { connectionString: options.connection }
         : { ...options.connection };
-  const client = new pg.Client(withDatabase(base, database));
+  const client = new (pgDriver().Client)(withDatabase(base, database));
   let lost: Error | undefined;
   client.on("error", (error) => {
     lost ??= error;

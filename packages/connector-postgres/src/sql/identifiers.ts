@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import pg from "pg";
 
 /**
  * A table (or other relation) with its schema, quoted for SQL.
@@ -13,7 +12,7 @@ import pg from "pg";
 export interface TableName {
   readonly schema: string;
   readonly name: string;
-  /** `"schema"."name"`, quoted with the driver's escapeIdentifier. */
+  /** `"schema"."name"`, quoted as the driver's escapeIdentifier quotes. */
   readonly sql: string;
 }
 
@@ -30,7 +29,9 @@ export function tableName(schema: string, name: string): TableName {
 }
 
 /**
- * Quotes one identifier (column, table or schema name) with the driver's escapeIdentifier.
+ * Quotes one identifier (column, table or schema name) as pg's `escapeIdentifier` does: in double
+ * quotes, each double quote doubled. Written out here (and tested against pg's) so that naming a
+ * table does not load the driver (`pg-loader.ts`).
  *
  * @example
  * ```ts
@@ -38,12 +39,15 @@ export function tableName(schema: string, name: string): TableName {
  * ```
  */
 export function quote(identifier: string): string {
-  return pg.escapeIdentifier(identifier);
+  return `"${identifier.replace(/"/g, '""')}"`;
 }
 
 /**
  * Quotes a string literal, for the few statements that accept no bind parameters
- * (`PREPARE TRANSACTION`, `COMMIT PREPARED`, `ROLLBACK PREPARED`, `SET`).
+ * (`PREPARE TRANSACTION`, `COMMIT PREPARED`, `ROLLBACK PREPARED`, `SET`), as pg's `escapeLiteral`
+ * does: in single quotes, each single quote and backslash doubled, and an `E` string (with a space
+ * before it) when there was a backslash, so that it means the same whatever
+ * `standard_conforming_strings` is.
  *
  * @example
  * ```ts
@@ -51,7 +55,8 @@ export function quote(identifier: string): string {
  * ```
  */
 export function literal(value: string): string {
-  return pg.escapeLiteral(value);
+  const escaped = `'${value.replace(/['\\]/g, (character) => character + character)}'`;
+  return value.includes("\\") ? ` E${escaped}` : escaped;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Logger } from "@onceflow/core";
-import pg from "pg";
+import type pg from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import { loggableError } from "./pg-errors.js";
+import { pgDriver } from "./pg-loader.js";
 
 /**
  * Where to connect: a `pg` Pool you own (it is not ended by onceflow), or connection settings (a
@@ -32,6 +33,7 @@ export interface PoolHandle {
 
 /**
  * Resolves {@link PostgresConnectionOptions} into a pool, checking exactly one of the two is given.
+ * A pool made from `connection` is made when `pool` is first read.
  *
  * @example
  * ```ts
@@ -69,19 +71,29 @@ export function openPool(options: PostgresConnectionOptions, logger: Logger, set
       },
     };
   }
-  const config: pg.PoolConfig =
-    typeof options.connection === "string"
+  const config: pg.PoolConfig = {
+    max: 4,
+    ...(typeof options.connection === "string"
       ? { connectionString: options.connection }
-      : { ...options.connection };
-  const pool = new pg.Pool({ max: 4, ...config });
-  pool.on("error", onIdleError);
+      : options.connection),
+  };
+  // Made on first use, and pg loaded with it: a storage built where it is never used (the main
+  // thread of a job in worker threads) loads no driver.
+  let pool: pg.Pool | undefined;
   let ended: Promise<void> | undefined;
   return {
-    pool,
+    get pool(): pg.Pool {
+      if (pool === undefined) {
+        if (ended !== undefined) throw new Error("Cannot use a pool after calling end on the pool");
+        pool = new (pgDriver().Pool)(config);
+        pool.on("error", onIdleError);
+      }
+      return pool;
+    },
     owned: true,
-    where: describePool(pool.options),
+    where: describePool(config),
     close: () => {
-      ended ??= pool.end().catch(() => undefined);
+      ended ??= pool === undefined ? Promise.resolve() : pool.end().catch(() => undefined);
       return ended;
     },
   };
