@@ -90,6 +90,10 @@ const RETRIABLE_COMMIT_ERRORS = new Set([
  * comes back cannot fence, abort or commit the transactions of the process that replaced it; the
  * checkpoint storage stops it at its next checkpoint.
  *
+ * At-least-once and none: one idempotent producer per attempt; writes return once batched, and
+ * at-least-once's checkpoint barrier waits until every record written before it is acknowledged
+ * (none's only at the job's last checkpoint).
+ *
  * @example
  * ```ts
  * const sink = new KafkaSink<Order>({
