@@ -1,7 +1,7 @@
 /**
- * Buffers the produce path writes into — record batches, Produce request bodies — taken from this
+ * Buffers the produce path writes into — record batches, Produce requests — taken from this
  * thread's pool and given back once nothing reads them any more (the broker acknowledged the batch,
- * the request was handed to kafkajs). Why: at full speed the sink wrote tens of MiB per second
+ * answered the request). Why: at full speed the sink wrote tens of MiB per second
  * into fresh 256 KiB–8 MiB buffers. V8 frees a buffer only when it collects the object that owns
  * it, so they piled up as external memory between full collections — the process's memory swung by
  * tens of MiB with the collector's rhythm, and each swing was a full collection of the heap.

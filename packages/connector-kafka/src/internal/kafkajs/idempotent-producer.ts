@@ -56,8 +56,12 @@ export interface ProduceCluster {
   /** The node id of the partition's leader in the current metadata. */
   leaderOf(topic: string, partition: number): number | undefined;
   refreshMetadata(): Promise<void>;
-  /** Sends a Produce request body to a broker and returns the response body. */
-  produce(nodeId: number, apiVersion: number, body: Buffer): Promise<Buffer>;
+  /**
+   * Sends one Produce request to a broker and returns the response body. `encode(clientId)` writes
+   * the whole request as `encodeProduceRequest` does, once the connection is known; the cluster sets
+   * its correlation id and writes it to the socket as it is.
+   */
+  produce(nodeId: number, encode: (clientId: string | null) => Buffer): Promise<Buffer>;
   /** Called after a request to `nodeId` failed on its connection. */
   connectionFailed(nodeId: number, error: unknown): Promise<void>;
   /** AddPartitionsToTxn for partitions not yet in the transaction (retried inside). */
@@ -110,7 +114,6 @@ const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
  * transaction): about what one producer keeps sealed by default, plus a request body.
  */
 const producedBuffers = new BufferPool(DEFAULT_MAX_BUFFERED_BYTES + MAX_REQUEST_BYTES);
-const PRODUCE_VERSION = 3;
 const ACKS_ALL = -1;
 const NONE = 0;
 const DUPLICATE_SEQUENCE_NUMBER = 46;
@@ -405,28 +408,30 @@ export class IdempotentProducer {
       return;
     }
     let responses: ReturnType<typeof decodeProduceResponse>;
-    let bodyBuffer: Buffer | undefined;
     try {
-      const body = encodeProduceRequest({
-        transactionalId: this.options.transactionalId,
-        acks: ACKS_ALL,
-        timeoutMs: this.ackTimeoutMs,
-        partitions: lanes.map((lane) => ({
-          topic: lane.topic,
-          partition: lane.partition,
-          batch: (lane.queue[0] as SealedBatch).bytes,
-        })),
-        allocate: (size) => {
-          bodyBuffer = producedBuffers.take(size);
-          return bodyBuffer;
-        },
-      });
-      try {
-        responses = decodeProduceResponse(await cluster.produce(nodeId, PRODUCE_VERSION, body));
-      } finally {
-        // kafkajs copied the body into its request before the request could settle.
-        if (bodyBuffer !== undefined) producedBuffers.give(bodyBuffer);
-      }
+      let requestBuffer: Buffer | undefined;
+      const response = await cluster.produce(nodeId, (clientId) =>
+        encodeProduceRequest({
+          clientId,
+          transactionalId: this.options.transactionalId,
+          acks: ACKS_ALL,
+          timeoutMs: this.ackTimeoutMs,
+          partitions: lanes.map((lane) => ({
+            topic: lane.topic,
+            partition: lane.partition,
+            batch: (lane.queue[0] as SealedBatch).bytes,
+          })),
+          allocate: (size) => {
+            requestBuffer = producedBuffers.take(size);
+            return requestBuffer;
+          },
+        }),
+      );
+      // Answered: the socket handed every byte of the request to the kernel before the broker could
+      // answer. Only then is the buffer reused; a failed request's may still sit in the socket's
+      // queue (a timeout on a stalled connection) and is left to the garbage collector.
+      if (requestBuffer !== undefined) producedBuffers.give(requestBuffer);
+      responses = decodeProduceResponse(response);
     } catch (error) {
       if (!isRetriable(error)) {
         this.fail(error, lanes[0] as Lane);

@@ -26,7 +26,7 @@ import {
   type TopicMessages,
 } from "./idempotent-producer.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
-import { produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
+import { type KafkajsConnection, produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 
 // Fetch responses are decoded in `fetch-response.ts` and `record-batch-decoder.ts`.
 export {
@@ -106,7 +106,10 @@ interface InternalCluster {
 }
 
 interface InternalBrokerPool {
-  connectionPool: { send(request: RawProtocolRequest): Promise<Buffer> };
+  connectionPool: {
+    send(request: RawProtocolRequest): Promise<Buffer>;
+    getConnection(index?: number): Promise<KafkajsConnection>;
+  };
 }
 
 interface InternalLogger {

@@ -6,7 +6,7 @@
 
 import type { ProduceCluster } from "./idempotent-producer.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
-import { PRODUCE_API_KEY } from "./produce-request.js";
+import { PRODUCE_API_KEY, PRODUCE_API_VERSION, setCorrelationId } from "./produce-request.js";
 
 /** kafkajs's retry defaults (`src/retry/defaults.js`): the cluster the connector makes has none of its own. */
 export const RETRY_DEFAULTS = { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 };
@@ -21,17 +21,41 @@ export interface ProduceClusterSource {
   findTopicPartitionMetadata(topic: string): Array<{ partitionId: number; leader: number | null }>;
   findBroker(query: { nodeId: number }): Promise<{
     disconnect(): Promise<void>;
-    connectionPool: {
-      send(request: {
-        request: { apiKey: number; apiVersion: number; apiName: string; encode(): Promise<unknown> };
-        response: {
-          decode(payload: Buffer): Promise<{ payload: Buffer }>;
-          parse(decoded: { payload: Buffer }): Promise<Buffer>;
-        };
-      }): Promise<Buffer>;
-    };
+    connectionPool: { getConnection(index?: number): Promise<KafkajsConnection> };
   }>;
 }
+
+/**
+ * The parts of kafkajs's connection (`network/connection.js`) a request written here goes through:
+ * its authentication, correlation ids and request queue (in-flight limit, timeouts, matching the
+ * response) and its socket.
+ */
+export interface KafkajsConnection {
+  readonly clientId: string | null | undefined;
+  readonly socket: { write(data: Buffer): boolean };
+  readonly requestQueue: {
+    push(request: {
+      entry: {
+        apiKey: number;
+        apiName: string;
+        apiVersion: number;
+        correlationId: number;
+        resolve(answer: { payload: Buffer; size: number }): void;
+        reject(error: unknown): void;
+      };
+      expectResponse: boolean;
+      sendRequest(): void;
+    }): void;
+  };
+  isAuthenticated(): boolean;
+  authenticate(): Promise<void>;
+  failIfNotConnected(): void;
+  nextCorrelationId(): number;
+  logDebug(message: string, extra: Record<string, unknown>): void;
+}
+
+/** As kafkajs names a request in its debug log. */
+const PRODUCE_REQUEST_INFO = `Produce(key: ${PRODUCE_API_KEY}, version: ${PRODUCE_API_VERSION})`;
 
 /** The part of kafkajs's transaction manager (`producer/eosManager`) the produce path uses. */
 export interface ProduceTransactionManager {
@@ -46,9 +70,6 @@ const createRetry =
       options: Record<string, unknown>,
     ) => <T>(run: (bail: (error: unknown) => void, retryCount: number) => Promise<T>) => Promise<T>
   >("kafkajs/src/retry");
-const KafkajsEncoder = kafkajsModule<new (initialSize?: number) => { buf: Buffer; offset: number }>(
-  "kafkajs/src/protocol/encoder",
-);
 const protocolErrors = kafkajsModule<{ createErrorFromCode(code: number): Error }>(
   "kafkajs/src/protocol/error",
 );
@@ -99,17 +120,10 @@ export function produceClusterOf(
       return leader === null || leader === undefined || leader < 0 ? undefined : leader;
     },
     refreshMetadata: () => cluster.refreshMetadata(),
-    produce: async (nodeId, apiVersion, body) => {
+    produce: async (nodeId, encode) => {
       const broker = await cluster.findBroker({ nodeId });
-      return broker.connectionPool.send({
-        request: {
-          apiKey: PRODUCE_API_KEY,
-          apiVersion,
-          apiName: "Produce",
-          encode: async () => encoderOf(body),
-        },
-        response: { decode: async (payload) => ({ payload }), parse: async ({ payload }) => payload },
-      });
+      // Connection 0, where kafkajs's pool sends every request but Fetch.
+      return sendAsItIs(await broker.connectionPool.getConnection(0), encode);
     },
     connectionFailed: async (nodeId, error) => {
       // As kafkajs's producer: a closed connection is reopened by the next request; a cluster that
@@ -134,10 +148,39 @@ export function produceClusterOf(
   };
 }
 
-/** A kafkajs encoder that holds `body` as it is: kafkajs copies it into the request, once. */
-function encoderOf(body: Buffer): unknown {
-  const encoder = new (KafkajsEncoder())(0);
-  encoder.buf = body;
-  encoder.offset = body.length;
-  return encoder;
+/**
+ * What kafkajs's `connection.send` does for a request, but with the request's bytes written to the
+ * socket as `encode` wrote them: kafkajs would copy them into a request of its own twice.
+ */
+async function sendAsItIs(
+  connection: KafkajsConnection,
+  encode: (clientId: string | null) => Buffer,
+): Promise<Buffer> {
+  if (!connection.isAuthenticated()) await connection.authenticate();
+  connection.failIfNotConnected();
+  const request = encode(connection.clientId ?? null);
+  const correlationId = connection.nextCorrelationId();
+  setCorrelationId(request, correlationId);
+  // kafkajs's debug log lines for the request and its answer, which tools and tests count.
+  connection.logDebug(`Request ${PRODUCE_REQUEST_INFO}`, {
+    correlationId,
+    expectResponse: true,
+    size: request.length,
+  });
+  const answer = await new Promise<{ payload: Buffer; size: number }>((resolve, reject) => {
+    connection.requestQueue.push({
+      entry: {
+        apiKey: PRODUCE_API_KEY,
+        apiName: "Produce",
+        apiVersion: PRODUCE_API_VERSION,
+        correlationId,
+        resolve,
+        reject,
+      },
+      expectResponse: true,
+      sendRequest: () => connection.socket.write(request),
+    });
+  });
+  connection.logDebug(`Response ${PRODUCE_REQUEST_INFO}`, { correlationId, size: answer.size });
+  return answer.payload;
 }

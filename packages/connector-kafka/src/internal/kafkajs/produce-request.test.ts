@@ -1,6 +1,12 @@
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
+import {
+  decodeProduceResponse,
+  encodeProduceRequest,
+  PRODUCE_API_KEY,
+  PRODUCE_API_VERSION,
+  setCorrelationId,
+} from "./produce-request.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
 
 // kafkajs's own encoder/decoder read and write the reference layouts.
@@ -22,6 +28,11 @@ const KafkajsEncoder = requireKafkajs("kafkajs/src/protocol/encoder") as new () 
   writeArray(values: unknown[]): unknown;
   buffer: Buffer;
 };
+const kafkajsRequest = requireKafkajs("kafkajs/src/protocol/request") as (request: {
+  correlationId: number;
+  clientId: string;
+  request: { apiKey: number; apiVersion: number; encode(): Promise<unknown> };
+}) => Promise<{ buffer: Buffer }>;
 const produceV3Response = requireKafkajs("kafkajs/src/protocol/requests/produce/v3/response") as {
   decode(
     raw: Buffer,
@@ -34,7 +45,8 @@ describe("encodeProduceRequest", () => {
   it("writes the v3 layout, grouping adjacent partitions of a topic", () => {
     const a = encodeRecordBatch([{ value: "a" }], 1, producer);
     const b = encodeRecordBatch([{ value: "bb" }, { value: "c" }], 1, producer);
-    const body = encodeProduceRequest({
+    const request = encodeProduceRequest({
+      clientId: "onceflow-test",
       transactionalId: "tx-0",
       acks: -1,
       timeoutMs: 30_000,
@@ -44,7 +56,13 @@ describe("encodeProduceRequest", () => {
         { topic: "ünïcode", partition: 1, batch: a },
       ],
     });
-    const decoder = new KafkajsDecoder(body);
+    setCorrelationId(request, 1_234_567);
+    const decoder = new KafkajsDecoder(request);
+    expect(decoder.readInt32()).toBe(request.length - 4);
+    expect(decoder.readInt16()).toBe(PRODUCE_API_KEY);
+    expect(decoder.readInt16()).toBe(PRODUCE_API_VERSION);
+    expect(decoder.readInt32()).toBe(1_234_567);
+    expect(decoder.readString()).toBe("onceflow-test");
     expect(decoder.readString()).toBe("tx-0");
     expect(decoder.readInt16()).toBe(-1);
     expect(decoder.readInt32()).toBe(30_000);
@@ -65,9 +83,37 @@ describe("encodeProduceRequest", () => {
     ]);
   });
 
-  it("writes a null transactional id as length -1", () => {
-    const body = encodeProduceRequest({ transactionalId: null, acks: 1, timeoutMs: 5, partitions: [] });
-    expect(body.toString("hex")).toBe("ffff" + "0001" + "00000005" + "00000000");
+  it("writes a null client id and a null transactional id as length -1", () => {
+    const request = encodeProduceRequest({
+      clientId: null,
+      transactionalId: null,
+      acks: 1,
+      timeoutMs: 5,
+      partitions: [],
+    });
+    const header = "0000" + "0003" + "00000000" + "ffff";
+    const body = "ffff" + "0001" + "00000005" + "00000000";
+    expect(request.toString("hex")).toBe("00000016" + header + body);
+  });
+
+  it("writes what kafkajs's own request framing writes around the same body", async () => {
+    const batch = encodeRecordBatch([{ key: "k", value: "v" }], 1, producer);
+    const fields = { transactionalId: "tx-1", acks: -1, timeoutMs: 30_000 };
+    const ours = encodeProduceRequest({
+      ...fields,
+      clientId: "onceflow",
+      partitions: [{ topic: "orders", partition: 3, batch }],
+    });
+    setCorrelationId(ours, 42);
+    const body = ours.subarray(4 + 2 + 2 + 4 + 2 + "onceflow".length);
+    const encoder = new KafkajsEncoder();
+    (encoder as unknown as { writeBuffer(value: Buffer): unknown }).writeBuffer(body);
+    const theirs = await kafkajsRequest({
+      correlationId: 42,
+      clientId: "onceflow",
+      request: { apiKey: PRODUCE_API_KEY, apiVersion: PRODUCE_API_VERSION, encode: async () => encoder },
+    });
+    expect(ours.equals(theirs.buffer)).toBe(true);
   });
 });
 
