@@ -1,6 +1,7 @@
 import { ConfigurationError } from "@onceflow/core";
 import type { Kafka } from "kafkajs";
 import { kafkajs } from "./kafkajs/kafkajs-loader.js";
+import { responseSocketFactory } from "./kafkajs/response-socket.js";
 
 /**
  * The connection options shared by the source, the sink and the admin functions (exported as
@@ -41,6 +42,8 @@ export function kafkaClientOf(options: ClientOptions): Kafka {
     brokers: [...(options.brokers ?? [])],
     clientId: options.clientId ?? "onceflow",
     logLevel: logLevel.NOTHING,
+    // Large responses read straight into their own buffers (response-socket.ts).
+    socketFactory: responseSocketFactory(),
   });
 }
 

@@ -3,7 +3,8 @@
  * is made here or in `produce-cluster.ts`, which gives the connector's produce path
  * (`idempotent-producer.ts` and its codecs) the narrow `ProduceCluster` it needs, except
  * kafkajs's compression codec registry and old message-set decoder, which the Fetch decoder
- * (`record-batch-decoder.ts`) uses.
+ * (`record-batch-decoder.ts`) uses, and a connection's reading of responses (`whole-responses.ts`)
+ * and its default socket factory (`response-socket.ts`).
  *
  * kafkajs 2.2.4 (pinned exactly, unmaintained) hides what an exactly-once connector needs:
  * - its cluster and broker objects (raw Fetch, EndTxn, InitProducerId, OffsetCommit),
@@ -27,6 +28,7 @@ import {
 } from "./idempotent-producer.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
 import { type KafkajsConnection, produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
+import { type ResponseReadingConnection, readResponsesWhole } from "./whole-responses.js";
 
 // Fetch responses are decoded in `fetch-response.ts` and `record-batch-decoder.ts`.
 export {
@@ -108,7 +110,11 @@ interface InternalCluster {
 interface InternalBrokerPool {
   connectionPool: {
     send(request: RawProtocolRequest): Promise<Buffer>;
-    getConnection(index?: number): Promise<KafkajsConnection>;
+    getConnection(
+      index?: number,
+    ): Promise<
+      KafkajsConnection & ResponseReadingConnection & { send(request: RawProtocolRequest): Promise<unknown> }
+    >;
   };
 }
 
@@ -150,6 +156,8 @@ const METADATA_MAX_AGE_MS = 300_000;
 // kafkajs's default; InitProducerId without a transactional id ignores it.
 const DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000;
 const TRANSACTION_COORDINATOR = 1;
+/** The connection of a broker's pool that kafkajs sends Fetch requests on (`connectionPool.js`). */
+const FETCH_CONNECTION = 1;
 const GROUP_COORDINATOR = 0;
 const READ_COMMITTED = 1;
 const READ_UNCOMMITTED = 0;
@@ -441,7 +449,10 @@ async function fetchWithBatchEnds(
     };
   }
   try {
-    return (await broker.connectionPool.send(
+    // kafkajs's pool sends a Fetch on its second connection; its responses are read whole here.
+    const connection = await broker.connectionPool.getConnection(FETCH_CONNECTION);
+    readResponsesWhole(connection);
+    return (await connection.send(
       protocolRequest as unknown as RawProtocolRequest,
     )) as unknown as FetchResponse;
   } catch (error) {
