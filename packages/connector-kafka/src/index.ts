@@ -3,6 +3,8 @@ export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-tra
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
+export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
+export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
 export type { KafkaTransaction } from "./sink/kafka-sink.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";

@@ -56,7 +56,7 @@ export type { CreateTopicOptions } from "./services/kafka/kafka-admin.js";
 export { createKafkaTopic } from "./services/kafka/kafka-admin.js";
 export type { KafkaJars, KafkaJarsOptions } from "./services/kafka/kafka-jars.js";
 export { ensureKafkaJars } from "./services/kafka/kafka-jars.js";
-export type { KafkaService, StartKafkaOptions } from "./services/kafka/kafka-service.js";
+export type { KafkaSaslListener, KafkaService, StartKafkaOptions } from "./services/kafka/kafka-service.js";
 export { KAFKA_VERSIONS, resolveKafkaVersion } from "./services/kafka/kafka-versions.js";
 export type { CommittedKafkaRecord } from "./services/kafka/read-committed.js";
 export { readCommittedKafkaRecords } from "./services/kafka/read-committed.js";

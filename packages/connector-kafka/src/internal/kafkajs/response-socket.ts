@@ -32,7 +32,9 @@ export type SocketFactory = (options: {
 /**
  * A socket factory for kafkajs (`new Kafka({ socketFactory })`): plain TCP sockets emit whole
  * responses, large ones read straight into their own buffers; TLS sockets from kafkajs's default
- * factory.
+ * factory. The clients the connector makes from `brokers` have it; give it to a kafkajs client of
+ * your own (passed as `kafka`) over plain TCP, SASL included, and its Fetch responses are not
+ * copied either. Each call makes a factory for one client.
  *
  * @example
  * ```ts

@@ -36,7 +36,9 @@ const readsWhole = new WeakSet<object>();
 /**
  * Replaces `connection.processData` (the handler of every chunk its socket reads) by one that hands
  * each response to kafkajs's request queue as a slice of the chunk it arrived in, or as one buffer
- * of its size when it spanned several chunks — never through `Buffer.concat`. While kafkajs
+ * of its size when it spanned several chunks. `Buffer.concat` is left for two small, rare cases: a
+ * size field split between two chunks (under 4 bytes kept), and what kafkajs's own handler still
+ * held when authentication ended — each joined once with the next chunk. While kafkajs
  * authenticates the connection, kafkajs's own handler runs (given whatever part of a response is
  * held here). Calling it again on the same connection does nothing.
  *

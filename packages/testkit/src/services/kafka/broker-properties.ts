@@ -49,7 +49,19 @@ export interface BrokerAddress {
   port: number;
   controllerPort: number;
   logDir: string;
+  /** A second client listener, SASL_PLAINTEXT with mechanism PLAIN ({@link SASL_PLAIN_USER}). */
+  saslPort?: number;
 }
+
+/**
+ * The one user of a testkit broker's SASL_PLAINTEXT listener (mechanism PLAIN).
+ *
+ * @example
+ * ```ts
+ * new Kafka({ brokers, sasl: { mechanism: "plain", ...SASL_PLAIN_USER } });
+ * ```
+ */
+export const SASL_PLAIN_USER = { username: "onceflow", password: "onceflow-secret" } as const;
 
 /**
  * The `server.properties` of a single-node KRaft broker (combined broker + controller) for tests.
@@ -60,19 +72,27 @@ export interface BrokerAddress {
  * ```
  */
 export function brokerProperties(version: string, address: BrokerAddress): string {
-  const { host, port, controllerPort, logDir } = address;
+  const { host, port, controllerPort, logDir, saslPort } = address;
+  const sasl = saslPort === undefined ? "" : `,SASL_PLAINTEXT://${host}:${saslPort}`;
   const settings: Record<string, string> = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "controller.quorum.voters": `1@${host}:${controllerPort}`,
-    listeners: `PLAINTEXT://${host}:${port},CONTROLLER://${host}:${controllerPort}`,
-    "advertised.listeners": `PLAINTEXT://${host}:${port}`,
-    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    listeners: `PLAINTEXT://${host}:${port},CONTROLLER://${host}:${controllerPort}${sasl}`,
+    "advertised.listeners": `PLAINTEXT://${host}:${port}${sasl}`,
+    "listener.security.protocol.map": `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${sasl === "" ? "" : ",SASL_PLAINTEXT:SASL_PLAINTEXT"}`,
     "controller.listener.names": "CONTROLLER",
     "inter.broker.listener.name": "PLAINTEXT",
     "log.dirs": logDir,
     ...testBrokerSettings(version),
   };
+  if (saslPort !== undefined) {
+    // Brokers and the controller keep talking PLAINTEXT; only clients of this listener authenticate.
+    settings["sasl.enabled.mechanisms"] = "PLAIN";
+    settings["listener.name.sasl_plaintext.plain.sasl.jaas.config"] =
+      "org.apache.kafka.common.security.plain.PlainLoginModule required " +
+      `user_${SASL_PLAIN_USER.username}="${SASL_PLAIN_USER.password}";`;
+  }
   return `${Object.entries(settings)
     .map(([key, value]) => `${key}=${value}`)
     .join("\n")}\n`;

@@ -98,6 +98,7 @@ export async function startContainerKafka(options: ContainerKafkaOptions): Promi
     provider: "testcontainers",
     pid: undefined,
     workDir: undefined,
+    sasl: undefined,
     createTopic: (name: string, topic: CreateTopicOptions) => createKafkaTopic(brokers, name, topic),
     async kill() {
       if (!running) return;

@@ -80,6 +80,7 @@ export async function useEnvironmentKafka(
     provider: "environment",
     pid: undefined,
     workDir: undefined,
+    sasl: undefined,
     createTopic: (name: string, options: CreateTopicOptions) => createKafkaTopic(brokers, name, options),
     kill: () => Promise.reject(faultInjectionUnsupported("Kafka", "kill()", KAFKA_BROKERS_VARIABLE)),
     start: () => Promise.reject(faultInjectionUnsupported("Kafka", "start()", KAFKA_BROKERS_VARIABLE)),

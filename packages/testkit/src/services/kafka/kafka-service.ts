@@ -23,6 +23,8 @@ export interface KafkaService {
   readonly pid: number | undefined;
   /** The temporary folder with the broker's config, log and data (local provider only). */
   readonly workDir: string | undefined;
+  /** The SASL_PLAINTEXT listener, when started with `saslPlain: true` (else `undefined`). */
+  readonly sasl: KafkaSaslListener | undefined;
   /** Creates a topic and waits for its partition leaders. */
   createTopic(name: string, options: CreateTopicOptions): Promise<void>;
   /** Kills the broker the hard way (SIGKILL, or the container equivalent); its data stays. */
@@ -31,6 +33,24 @@ export interface KafkaService {
   start(): Promise<void>;
   /** Stops the broker (SIGTERM, then SIGKILL after a grace period) and deletes its data. */
   stop(): Promise<void>;
+}
+
+/**
+ * A broker's SASL_PLAINTEXT listener (mechanism PLAIN) and its one user, for testing clients that
+ * authenticate.
+ *
+ * @example
+ * ```ts
+ * const { brokers, username, password } = kafka.sasl!;
+ * new Kafka({ brokers: [...brokers], sasl: { mechanism: "plain", username, password } });
+ * ```
+ */
+export interface KafkaSaslListener {
+  /** Bootstrap addresses of the SASL listener, `host:port`. */
+  readonly brokers: readonly string[];
+  readonly mechanism: "plain";
+  readonly username: string;
+  readonly password: string;
 }
 
 /**
@@ -48,6 +68,12 @@ export interface StartKafkaOptions {
   provider?: ProviderKind;
   /** This test kills or restarts the broker: skip `ONCEFLOW_KAFKA_BROKERS` and start a private one. */
   faultInjection?: boolean;
+  /**
+   * Also listen with SASL_PLAINTEXT, mechanism PLAIN (see {@link KafkaService.sasl}): a private
+   * broker from the local provider (Java and the Maven Central jars); the environment's broker and
+   * the container provider cannot add it, and another `provider` is a configuration error.
+   */
+  saslPlain?: boolean;
   /** How long to wait for the broker to serve. Default 180 s. */
   startTimeoutMs?: number;
   /** Where the "which provider/version" line goes; default stderr. */

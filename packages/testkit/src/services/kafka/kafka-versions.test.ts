@@ -1,6 +1,6 @@
 import { ConfigurationError } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
-import { brokerProperties } from "./broker-properties.js";
+import { brokerProperties, SASL_PLAIN_USER } from "./broker-properties.js";
 import { kafkaArtifacts, resolveKafkaVersion } from "./kafka-versions.js";
 
 describe("resolveKafkaVersion", () => {
@@ -55,5 +55,23 @@ describe("what a broker needs", () => {
     expect(brokerProperties("4.1.1", address)).toContain(
       "share.coordinator.state.topic.replication.factor=1\n",
     );
+    expect(v3).not.toContain("SASL");
+  });
+
+  it("a SASL port adds a SASL_PLAINTEXT listener with PLAIN and the testkit's one user", () => {
+    const address = { host: "127.0.0.1", port: 1, controllerPort: 2, logDir: "/tmp/x", saslPort: 3 };
+    const properties = brokerProperties("3.9.1", address);
+    expect(properties).toContain(
+      "listeners=PLAINTEXT://127.0.0.1:1,CONTROLLER://127.0.0.1:2,SASL_PLAINTEXT://127.0.0.1:3\n",
+    );
+    expect(properties).toContain(
+      "advertised.listeners=PLAINTEXT://127.0.0.1:1,SASL_PLAINTEXT://127.0.0.1:3\n",
+    );
+    expect(properties).toContain(
+      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n",
+    );
+    expect(properties).toContain("sasl.enabled.mechanisms=PLAIN\n");
+    expect(properties).toContain(`user_${SASL_PLAIN_USER.username}="${SASL_PLAIN_USER.password}";\n`);
+    expect(properties).toContain("inter.broker.listener.name=PLAINTEXT\n");
   });
 });

@@ -10,7 +10,7 @@ import { findFreePorts } from "../../runtime/free-port.js";
 import { readLogTail } from "../../runtime/log-tail.js";
 import { outputTail, runCommand, terminateChild, waitForExit } from "../../runtime/processes.js";
 import type { ProbeResult } from "../providers/provider-selection.js";
-import { brokerLogging, brokerProperties } from "./broker-properties.js";
+import { brokerLogging, brokerProperties, SASL_PLAIN_USER } from "./broker-properties.js";
 import { findJava, type JavaRuntime } from "./java-runtime.js";
 import { type CreateTopicOptions, createKafkaTopic, waitUntilKafkaServes } from "./kafka-admin.js";
 import { ensureKafkaJars, hasCachedKafkaJars, mavenCommand } from "./kafka-jars.js";
@@ -118,6 +118,8 @@ export interface LocalKafkaOptions {
   java: JavaRuntime;
   cacheDir: string;
   startTimeoutMs: number;
+  /** Also a SASL_PLAINTEXT listener (mechanism PLAIN). */
+  saslPlain?: boolean;
 }
 
 /**
@@ -148,6 +150,7 @@ class LocalKafkaBroker {
   private workDir = "";
   private port = 0;
   private controllerPort = 0;
+  private saslPort: number | undefined;
   private child: ChildProcess | undefined;
   private cleanup: CleanupHandle | undefined;
   private stopped = false;
@@ -171,12 +174,15 @@ class LocalKafkaBroker {
 
   /** Picks free ports and writes them into server.properties (before the first start only). */
   async choosePorts(): Promise<void> {
-    [this.port, this.controllerPort] = (await findFreePorts(2, HOST)) as [number, number];
+    const sasl = this.options.saslPlain === true;
+    const ports = (await findFreePorts(sasl ? 3 : 2, HOST)) as [number, number, number?];
+    [this.port, this.controllerPort, this.saslPort] = ports;
     const properties = brokerProperties(this.options.version, {
       host: HOST,
       port: this.port,
       controllerPort: this.controllerPort,
       logDir: join(this.workDir, "data"),
+      ...(this.saslPort === undefined ? {} : { saslPort: this.saslPort }),
     });
     await writeFile(join(this.workDir, "server.properties"), properties);
   }
@@ -303,6 +309,10 @@ class LocalKafkaBroker {
         return broker.child?.pid;
       },
       workDir: this.workDir,
+      sasl:
+        this.saslPort === undefined
+          ? undefined
+          : { brokers: [`${HOST}:${this.saslPort}`], mechanism: "plain", ...SASL_PLAIN_USER },
       createTopic: (name: string, options: CreateTopicOptions) =>
         createKafkaTopic(this.brokers, name, options),
       kill: () => this.kill(),

@@ -1,3 +1,4 @@
+import { ConfigurationError } from "@onceflow/core";
 import { serviceUnavailable } from "../../errors/service-errors.js";
 import { announceOnce, stderrWriter } from "../../runtime/announce.js";
 import { onceflowCacheDir } from "../../runtime/cache-dir.js";
@@ -37,7 +38,17 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   let local: LocalKafkaRequirements | undefined;
 
-  const order = providerOrder({ provider: options.provider, faultInjection: options.faultInjection });
+  if (options.saslPlain === true && options.provider !== undefined && options.provider !== "local") {
+    throw new ConfigurationError(
+      "saslPlain",
+      `a SASL listener is added to local brokers only, not by the ${options.provider} provider: leave \`provider\` unset or set it to "local"`,
+    );
+  }
+  // A SASL listener is written into the broker's configuration: only a local broker of its own has it.
+  const order =
+    options.saslPlain === true
+      ? providerOrder({ provider: "local", faultInjection: true })
+      : providerOrder({ provider: options.provider, faultInjection: options.faultInjection });
   const decision = await chooseProvider("Kafka", order, {
     environment: async () => probeKafkaEnvironment(env),
     testcontainers: () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }),
@@ -65,7 +76,13 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       break;
     case "local": {
       if (local === undefined) throw serviceUnavailable("local Kafka probe gave no requirements");
-      const broker = await startLocalKafka({ version, java: local.java, cacheDir, startTimeoutMs });
+      const broker = await startLocalKafka({
+        version,
+        java: local.java,
+        cacheDir,
+        startTimeoutMs,
+        saslPlain: options.saslPlain === true,
+      });
       service = broker;
       if (broker.fetchMs > 0) extra = `, jars fetched from Maven Central in ${broker.fetchMs} ms`;
       break;
@@ -74,7 +91,7 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   announceOnce(
     `kafka|${service.provider}|${service.version}`,
     `onceflow testkit: Kafka ${service.version} via ${service.provider} (${decision.probe.detail}${extra}) ` +
-      `at ${service.brokers.join(",")}, ready in ${Date.now() - started} ms`,
+      `at ${service.brokers.join(",")}${service.sasl === undefined ? "" : ` (SASL_PLAINTEXT at ${service.sasl.brokers.join(",")})`}, ready in ${Date.now() - started} ms`,
     options.writer ?? stderrWriter,
     env,
   );
