@@ -5,9 +5,9 @@ export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.j
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
-export type { KafkaTransaction } from "./sink/kafka-sink.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type { KafkaTransaction } from "./sink/kafka-transaction.js";
 export type { Serializer } from "./sink/serializer.js";
 export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
