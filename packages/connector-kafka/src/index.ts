@@ -1,10 +1,13 @@
 export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin/kafka-transactions.js";
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
+export type { KafkaCompressionDetails } from "./errors/kafka-compression-error.js";
+export { KafkaCompressionError } from "./errors/kafka-compression-error.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
+export type { CompressionType } from "./protocol/compression/compression-codec.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
 export type { KafkaTransaction } from "./sink/kafka-transaction.js";

@@ -7,12 +7,15 @@
  * that take the same sequence range (the first half the batch's base sequence, the second the
  * rest), so the batches queued behind it keep theirs. The refused batch was not appended and
  * nothing later of its partition is in flight, so the broker expects exactly the first half next.
- * The halves are transactional when the refused batch was.
+ * The halves are transactional when the refused batch was, and compressed with its codec.
  */
 
+import { codecOfId } from "../protocol/compression/codecs.js";
+import type { CompressionCodec } from "../protocol/compression/compression-codec.js";
+import { compressRecordBatch } from "../protocol/compression/record-batch-compression.js";
 import { type EncodedRecord, recordsOfBatch } from "../protocol/record-batch-decoder.js";
-import { type BatchProducer, RecordBatchBuilder } from "../protocol/record-batch-encoder.js";
-import { ATTRIBUTES_OFFSET, TRANSACTIONAL_FLAG } from "../protocol/record-batch-layout.js";
+import { type BatchProducer, encodeRecordBatch } from "../protocol/record-batch-encoder.js";
+import { ATTRIBUTES_OFFSET, COMPRESSION_MASK, TRANSACTIONAL_FLAG } from "../protocol/record-batch-layout.js";
 import type { ProducerMessage } from "./producer-message.js";
 
 /**
@@ -64,14 +67,12 @@ export function splitInHalves(refused: SealedBatch, producer: ProducerIdentity):
   const records = recordsOfBatch(refused.bytes);
   if (records.length < 2) throw new Error("splitInHalves: a batch of one record cannot be split");
   const half = Math.ceil(records.length / 2);
-  // Fewer records only shrink the offset deltas; a timestamp delta from a new base takes at most
-  // one varlong (10 bytes) more per record.
-  const capacity = refused.bytes.length + 10 * records.length;
-  const transactional = (refused.bytes.readInt16BE(ATTRIBUTES_OFFSET) & TRANSACTIONAL_FLAG) !== 0;
-  const batch = { ...producer, transactional };
+  const attributes = refused.bytes.readInt16BE(ATTRIBUTES_OFFSET);
+  const transactional = (attributes & TRANSACTIONAL_FLAG) !== 0;
+  const batch = { ...producer, transactional, codec: codecOfId(attributes & COMPRESSION_MASK) };
   return [
-    encode(records.slice(0, half), refused.baseSequence, capacity, batch),
-    encode(records.slice(half), nextSequence(refused.baseSequence, half), capacity, batch),
+    encode(records.slice(0, half), refused.baseSequence, batch),
+    encode(records.slice(half), nextSequence(refused.baseSequence, half), batch),
   ];
 }
 
@@ -92,21 +93,19 @@ export function messagesOfBatch(bytes: Buffer): ProducerMessage[] {
 function encode(
   records: readonly EncodedRecord[],
   baseSequence: number,
-  capacity: number,
-  producer: ProducerIdentity & { readonly transactional: boolean },
+  producer: ProducerIdentity & {
+    readonly transactional: boolean;
+    readonly codec: CompressionCodec | undefined;
+  },
 ): SealedBatch {
-  const builder = new RecordBatchBuilder(capacity);
-  for (const record of records) {
-    if (!builder.tryAppend(asMessage(record), record.timestamp)) {
-      throw new Error("splitInHalves: a split record batch outgrew its measured size");
-    }
-  }
-  const bytes = builder.finish({
+  // Every record carries its timestamp: the time of writing is not used.
+  const plain = encodeRecordBatch(records.map(asMessage), 0, {
     producerId: producer.producerId,
     producerEpoch: producer.producerEpoch,
     baseSequence,
     transactional: producer.transactional,
   });
+  const bytes = producer.codec === undefined ? plain : compressRecordBatch(plain, producer.codec);
   return { bytes, slab: undefined, count: records.length, baseSequence, attempts: 0 };
 }
 

@@ -2,7 +2,9 @@
  * Produce request and response, version 3 (KIP-98: the first with a transactional id), encoded and
  * decoded here instead of by kafkajs. Version 3 is what every broker since 0.11 accepts, Kafka 4.x
  * included (4.0 removed versions 0–2 only, KIP-896); versions 4–8 add nothing a transactional
- * producer of uncompressed batches needs (v7 zstd, v8 per-record errors).
+ * producer needs but zstd: a broker refuses zstd batches below version 7 (KIP-110), so a producer
+ * of zstd batches sends version 7 (brokers since 2.1), whose request is laid out as version 3's and
+ * whose response adds log_start_offset INT64 after log_append_time (from version 5).
  *
  * On the wire: size INT32 · request header v1 (api_key INT16 · api_version INT16 · correlation_id
  *   INT32 · client_id NULLABLE_STRING) · the request.
@@ -16,6 +18,14 @@
 export const PRODUCE_API_KEY = 0;
 /** The Produce version this module speaks. */
 export const PRODUCE_API_VERSION = 3;
+/** The Produce version for zstd batches (the first a broker takes them in). */
+export const PRODUCE_API_VERSION_ZSTD = 7;
+
+/** A Produce version this module writes: same request layout, responses told apart by it. */
+export type ProduceApiVersion = typeof PRODUCE_API_VERSION | typeof PRODUCE_API_VERSION_ZSTD;
+
+/** Where the api version sits in a request: after the size (INT32) and api key (INT16). */
+const API_VERSION_OFFSET = 6;
 
 /** One partition's record batch in a Produce request. */
 export interface ProducePartition {
@@ -58,6 +68,8 @@ export function encodeProduceRequest(request: {
   readonly timeoutMs: number;
   readonly partitions: readonly ProducePartition[];
   readonly allocate?: (size: number) => Buffer;
+  /** Default {@link PRODUCE_API_VERSION}; {@link PRODUCE_API_VERSION_ZSTD} for zstd batches. */
+  readonly version?: ProduceApiVersion;
 }): Buffer {
   const topics: Array<{ topic: string; partitions: ProducePartition[] }> = [];
   for (const p of request.partitions) {
@@ -75,7 +87,7 @@ export function encodeProduceRequest(request: {
     request.allocate === undefined ? Buffer.allocUnsafe(size) : request.allocate(size).subarray(0, size);
   let o = buffer.writeInt32BE(size - 4, 0);
   o = buffer.writeInt16BE(PRODUCE_API_KEY, o);
-  o = buffer.writeInt16BE(PRODUCE_API_VERSION, o);
+  o = buffer.writeInt16BE(request.version ?? PRODUCE_API_VERSION, o);
   o = buffer.writeInt32BE(0, o);
   o = writeString(buffer, o, request.clientId);
   o = writeString(buffer, o, request.transactionalId);
@@ -109,14 +121,32 @@ export function setCorrelationId(request: Buffer, correlationId: number): void {
 }
 
 /**
- * The per-partition results of a Produce v3 response body (after the correlation id).
+ * The Produce version of a request `encodeProduceRequest` wrote.
+ *
+ * @example
+ * ```ts
+ * produceVersionOf(request); // 3
+ * ```
+ */
+export function produceVersionOf(request: Buffer): ProduceApiVersion {
+  return request.readInt16BE(API_VERSION_OFFSET) as ProduceApiVersion;
+}
+
+/**
+ * The per-partition results of a Produce response body (after the correlation id) of `version`
+ * (default {@link PRODUCE_API_VERSION}).
  *
  * @example
  * ```ts
  * for (const { topic, partition, errorCode } of decodeProduceResponse(payload)) if (errorCode !== 0) retry(topic, partition);
  * ```
  */
-export function decodeProduceResponse(payload: Buffer): ProducePartitionResponse[] {
+export function decodeProduceResponse(
+  payload: Buffer,
+  version: ProduceApiVersion = PRODUCE_API_VERSION,
+): ProducePartitionResponse[] {
+  // log_append_time, and from version 5 log_start_offset: not needed.
+  const skipped = version >= 5 ? 16 : 8;
   const result: ProducePartitionResponse[] = [];
   let o = 0;
   const topics = payload.readInt32BE(o);
@@ -132,7 +162,7 @@ export function decodeProduceResponse(payload: Buffer): ProducePartitionResponse
       const partition = payload.readInt32BE(o);
       const errorCode = payload.readInt16BE(o + 4);
       const baseOffset = payload.readBigInt64BE(o + 6);
-      o += 4 + 2 + 8 + 8; // log_append_time is not needed
+      o += 4 + 2 + 8 + skipped;
       result.push({ topic, partition, errorCode, baseOffset });
     }
   }

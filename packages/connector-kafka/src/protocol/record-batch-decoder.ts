@@ -8,10 +8,14 @@
  * context, string offsets and timestamps, header objects rebuilt per header) that was then
  * converted again. The layout is in `record-batch-layout.ts`.
  *
- * Old message sets (magic 0 and 1) still go through kafkajs's decoder.
+ * Compressed batches are decompressed by the connector's own codecs (`compression/`: gzip, snappy,
+ * lz4, zstd), synchronously: a batch is mostly a few KiB to a few hundred, and a call into the
+ * thread pool per batch costs more than decompressing it. Old message sets (magic 0 and 1) still go
+ * through kafkajs's decoder (and its `CompressionCodecs` registry).
  */
 import { OnceflowError } from "@onceflow/core";
-import { decodeLegacyMessageSet, kafkajsCodecFor } from "../internal/kafkajs/legacy-message-set.js";
+import { decodeLegacyMessageSet } from "../internal/kafkajs/legacy-message-set.js";
+import { decompressRecords } from "./compression/record-batch-compression.js";
 import { crc32c } from "./crc32c.js";
 import type { RawOffset, RawRecord, RawRecordViews } from "./raw-record.js";
 import {
@@ -160,6 +164,7 @@ export function offsetAfter(offset: RawOffset): bigint {
  * the end (cut by the fetch's byte limits) is ignored: the next fetch reads it whole.
  *
  * @throws OnceflowError `SERVICE_UNAVAILABLE`, not retriable, when a batch is corrupt (CRC mismatch, bad length).
+ * @throws KafkaCompressionError (permanent) when a compressed batch's codec is missing or fails.
  * @example
  * ```ts
  * const { records, batchesEnd } = await decodeRecordSet(bytes, {
@@ -219,13 +224,13 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
     let start = batchStart + RECORD_BATCH_HEADER_BYTES;
     let stop = batchEnd;
     if ((attributes & COMPRESSION_MASK) !== 0) {
-      // kafkajs's registry; a codec it lacks throws its KafkaJSNotImplemented, as kafkajs did.
-      const codec = kafkajsCodecFor(attributes);
-      if (codec !== null) {
-        data = await codec.decompress(set.subarray(start, stop));
-        start = 0;
-        stop = data.length;
-      }
+      data = decompressRecords(set.subarray(start, stop), attributes, {
+        topic: context.topic,
+        partition: context.partition,
+        baseOffset,
+      });
+      start = 0;
+      stop = data.length;
     }
     const firstTimestamp = readInt64AsNumber(set, batchStart + BASE_TIMESTAMP_OFFSET);
     const logAppendTime =
@@ -272,7 +277,7 @@ export interface EncodedRecord {
 }
 
 /**
- * The records of one uncompressed record batch (magic 2, as `RecordBatchBuilder` writes them), for
+ * The records of one record batch (magic 2, as `RecordBatchBuilder` writes them, compressed or not), for
  * a producer that must encode them again (a batch the topic refused as too large, split in two) or
  * name them in an error: the producer keeps the batch's bytes only, not the records it was made of.
  * Keys, values and header values are views into `batch`.
@@ -291,14 +296,20 @@ export function recordsOfBatch(batch: Buffer): EncodedRecord[] {
     abortedTransactions: undefined,
   };
   const attributes = batch.readInt16BE(ATTRIBUTES_OFFSET);
-  if ((attributes & COMPRESSION_MASK) !== 0 || batch[MAGIC_OFFSET] !== RECORD_BATCH_MAGIC) {
-    throw corrupt(context, 0n, "not an uncompressed record batch of magic 2");
-  }
+  if (batch[MAGIC_OFFSET] !== RECORD_BATCH_MAGIC) throw corrupt(context, 0n, "not a record batch of magic 2");
+  const data =
+    (attributes & COMPRESSION_MASK) === 0
+      ? batch
+      : decompressRecords(batch.subarray(RECORD_BATCH_HEADER_BYTES), attributes, {
+          topic: context.topic,
+          partition: context.partition,
+          baseOffset: 0n,
+        });
   const columns = RecordColumns.acquire();
   decodeRecords(
-    batch,
-    RECORD_BATCH_HEADER_BYTES,
-    batch.length,
+    data,
+    data === batch ? RECORD_BATCH_HEADER_BYTES : 0,
+    data.length,
     batch.readInt32BE(COUNT_OFFSET),
     {
       baseOffset: 0n,

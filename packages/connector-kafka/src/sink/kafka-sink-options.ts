@@ -1,5 +1,6 @@
 import type { CommitRetryOptions } from "@onceflow/core";
 import type { Kafka } from "kafkajs";
+import type { CompressionType } from "../protocol/compression/compression-codec.js";
 import type { Serializer } from "./serializer.js";
 
 /**
@@ -93,6 +94,13 @@ export interface KafkaSinkOptions<IN> {
    * acknowledged. A checkpoint's pre-commit sends every batch at once (under none only the last).
    */
   readonly lingerMs?: number;
+  /**
+   * How each record batch is compressed, as the Java producer's `compression.type`: `"none"`
+   * (default), `"gzip"`, `"snappy"`, `"lz4"` or `"zstd"`, written so the Java consumer, librdkafka
+   * and this connector's source read it. The codecs ship with the connector. A batch is sealed at
+   * its size before compression.
+   */
+  readonly compression?: CompressionType;
   /** Commit retries with backoff (default 10 attempts, 200 ms doubling to 10 s). */
   readonly commitRetry?: CommitRetryOptions;
   /** Shown in logs and errors (default `KafkaSink`). */

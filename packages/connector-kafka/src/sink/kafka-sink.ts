@@ -17,6 +17,8 @@ import {
   type OpenTransaction,
 } from "../internal/kafkajs/internals.js";
 import { kafkajs } from "../internal/kafkajs/kafkajs-loader.js";
+import { COMPRESSION_TYPES, CodecUnavailableError, loadCodec } from "../protocol/compression/codecs.js";
+import type { CompressionType } from "../protocol/compression/compression-codec.js";
 import {
   type FencedTransactionContext,
   fencedRecoveryError,
@@ -88,6 +90,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private readonly prefix: string;
   private readonly poolSize: number;
   private readonly lingerMs: number;
+  private readonly compression: CompressionType;
   private readonly timeoutMs: number;
   private readonly checkpointIntervalHint: number | undefined;
   private readonly topicOf: (value: IN) => string;
@@ -160,6 +163,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         `must be an integer number of milliseconds ≥ 0, got ${options.lingerMs}`,
       );
     }
+    this.compression = validCompression(options.compression);
     this.kafka = lazyKafkaClientOf(options);
     this.guarantee = guarantee;
     this.prefix = options.transactionalIdPrefix ?? "";
@@ -476,6 +480,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           transactionTimeout: this.timeoutMs,
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
+          compression: this.compression,
           mapFailure: (error, records) =>
             recordRejection(error, this.name, records) ??
             fencedWriteError(error, transaction, this.fencedContext(transaction), this.lastCheckpointId + 1),
@@ -515,6 +520,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         connection.startIdempotentProducer({
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
+          compression: this.compression,
           mapFailure: (error, records) => recordRejection(error, this.name, records) ?? error,
         }),
       );
@@ -596,4 +602,25 @@ async function forEachLimited<T>(
     }
   });
   await Promise.all(workers);
+}
+
+/** The `compression` option, checked, its codec loaded: a missing package fails the sink at start. */
+function validCompression(compression: CompressionType | undefined): CompressionType {
+  if (compression === undefined) return "none";
+  if (!COMPRESSION_TYPES.includes(compression)) {
+    throw new ConfigurationError(
+      "compression",
+      `must be one of ${COMPRESSION_TYPES.map((type) => JSON.stringify(type)).join(", ")}, got ${JSON.stringify(compression)}`,
+    );
+  }
+  try {
+    loadCodec(compression);
+  } catch (error) {
+    if (!(error instanceof CodecUnavailableError)) throw error;
+    throw new ConfigurationError(
+      "compression",
+      `${error.message}: reinstall the dependencies of @onceflow/connector-kafka on the platform the job runs on (without --omit=optional), or choose another compression`,
+    );
+  }
+  return compression;
 }

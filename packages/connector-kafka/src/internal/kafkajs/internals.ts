@@ -2,7 +2,7 @@
  * Every use of kafkajs internals lives in this folder (`internal/kafkajs`), and every cast to them
  * is made here or in `produce-cluster.ts`, which gives the connector's produce path
  * (`idempotent-producer.ts` and its codecs) the narrow `ProduceCluster` it needs, except
- * kafkajs's compression codec registry and old message-set decoder, which the Fetch decoder
+ * kafkajs's old message-set decoder (`legacy-message-set.ts`), which the Fetch decoder
  * (`record-batch-decoder.ts`) uses, and a connection's reading of responses (`whole-responses.ts`)
  * and its default socket factory (`response-socket.ts`).
  *
@@ -19,6 +19,7 @@ import {
   type ProduceCluster,
   type TopicMessages,
 } from "../../producer/idempotent-producer.js";
+import type { CompressionType } from "../../protocol/compression/compression-codec.js";
 import {
   decodeFetchV11,
   type FetchedPartition,
@@ -347,6 +348,7 @@ export class KafkaConnection {
       producerEpoch: eosManager.getProducerEpoch(),
       ...options.tuning,
       ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
+      ...(options.compression === undefined ? {} : { compression: options.compression }),
       cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
       partitioner: options.partitioner() as IdempotentProducerOptions["partitioner"],
       mapFailure: options.mapFailure,
@@ -468,6 +470,8 @@ export interface ProducerStartOptions {
   readonly mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
   /** How long a partition's batch that is not full waits for more records (`linger.ms`). */
   readonly lingerMs?: number;
+  /** How each batch is compressed (`compression.type`, default none). */
+  readonly compression?: CompressionType;
   /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
   readonly tuning?: Pick<
     IdempotentProducerOptions,

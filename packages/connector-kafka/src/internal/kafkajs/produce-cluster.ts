@@ -5,7 +5,7 @@
  */
 
 import type { ProduceCluster } from "../../producer/idempotent-producer.js";
-import { PRODUCE_API_KEY, PRODUCE_API_VERSION, setCorrelationId } from "../../protocol/produce-request.js";
+import { PRODUCE_API_KEY, produceVersionOf, setCorrelationId } from "../../protocol/produce-request.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
 
 /** kafkajs's retry defaults (`src/retry/defaults.js`): the cluster the connector makes has none of its own. */
@@ -55,7 +55,7 @@ export interface KafkajsConnection {
 }
 
 /** As kafkajs names a request in its debug log. */
-const PRODUCE_REQUEST_INFO = `Produce(key: ${PRODUCE_API_KEY}, version: ${PRODUCE_API_VERSION})`;
+const produceRequestInfo = (version: number) => `Produce(key: ${PRODUCE_API_KEY}, version: ${version})`;
 
 /** The part of kafkajs's transaction manager (`producer/eosManager`) the produce path uses. */
 export interface ProduceTransactionManager {
@@ -161,8 +161,9 @@ async function sendAsItIs(
   const request = encode(connection.clientId ?? null);
   const correlationId = connection.nextCorrelationId();
   setCorrelationId(request, correlationId);
+  const version = produceVersionOf(request);
   // kafkajs's debug log lines for the request and its answer, which tools and tests count.
-  connection.logDebug(`Request ${PRODUCE_REQUEST_INFO}`, {
+  connection.logDebug(`Request ${produceRequestInfo(version)}`, {
     correlationId,
     expectResponse: true,
     size: request.length,
@@ -172,7 +173,7 @@ async function sendAsItIs(
       entry: {
         apiKey: PRODUCE_API_KEY,
         apiName: "Produce",
-        apiVersion: PRODUCE_API_VERSION,
+        apiVersion: version,
         correlationId,
         resolve,
         reject,
@@ -181,6 +182,6 @@ async function sendAsItIs(
       sendRequest: () => connection.socket.write(request),
     });
   });
-  connection.logDebug(`Response ${PRODUCE_REQUEST_INFO}`, { correlationId, size: answer.size });
+  connection.logDebug(`Response ${produceRequestInfo(version)}`, { correlationId, size: answer.size });
   return answer.payload;
 }
