@@ -1,11 +1,16 @@
 /**
- * The Apache Kafka Java client as a test peer: single-file Java programs run with the testkit's
- * cached Kafka jars on the class path (`java -cp '<libs>/*' Program.java …`, Java 11+), so tests
- * check what Kafka's own client writes and reads, on the broker version of the run.
+ * The Apache Kafka Java client as a test peer: small Java programs (this folder's, compiled once and
+ * cached, or any single-file program run as `java -cp '<libs>/*' Program.java …`) with the
+ * testkit's cached Kafka jars on the class path, so tests check what Kafka's own client writes and
+ * reads, on the broker version of the run (ONCEFLOW_KAFKA_VERSION).
  */
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from "node:fs/promises";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureKafkaJars, resolveKafkaVersion } from "@onceflow/testkit";
+import { ensureKafkaJars, onceflowCacheDir, resolveKafkaVersion } from "@onceflow/testkit";
 
 /** A record as the Java programs take and print it: strings as UTF-8, `null` kept. */
 export interface JavaRecord {
@@ -30,34 +35,75 @@ export interface JavaConsumedRecord {
 /** Producer or consumer settings by their Java names (`compression.type`, `isolation.level` …). */
 export type JavaSettings = Readonly<Record<string, string | number | boolean>>;
 
-/** A program of this folder or any `.java` file, by path. */
-export function javaProgram(name: string): string {
-  return name.endsWith(".java") ? name : fileURLToPath(new URL(`./${name}.java`, import.meta.url));
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+/**
+ * The programs of this folder compiled for a Kafka version, kept in the onceflow cache under a hash
+ * of their sources (compiled again only when one changes): a JVM start and a compilation less per
+ * run. Compiled into a fresh folder that is then renamed into place, so that test files running at
+ * once never see a half-written one.
+ */
+const compiled = new Map<string, Promise<string>>();
+
+function compiledPrograms(version: string, libDir: string): Promise<string> {
+  let classes = compiled.get(version);
+  if (classes === undefined) {
+    classes = (async () => {
+      const sources = (await readdir(HERE)).filter((name) => name.endsWith(".java")).sort();
+      const hash = createHash("sha256");
+      for (const name of sources) hash.update(name).update(await readFile(join(HERE, name)));
+      const root = join(onceflowCacheDir(), "java-client");
+      const target = join(root, `kafka-${version}-${hash.digest("hex").slice(0, 16)}`);
+      if (existsSync(target)) return target;
+      await mkdir(root, { recursive: true });
+      const fresh = await mkdtemp(join(root, "compiling-"));
+      await run("javac", ["-cp", `${libDir}/*`, "-d", fresh, ...sources.map((name) => join(HERE, name))]);
+      await rename(fresh, target).catch(async (error: unknown) => {
+        // Another process put the same classes there first.
+        if (!existsSync(target)) throw error;
+        await rm(fresh, { recursive: true, force: true });
+      });
+      return target;
+    })();
+    compiled.set(version, classes);
+  }
+  return classes;
+}
+
+function run(command: string, args: readonly string[], options: { input?: string; timeoutMs?: number } = {}) {
+  return new Promise<string>((resolve, reject) => {
+    const child = execFile(
+      command,
+      args,
+      { maxBuffer: 512 * 1024 * 1024, timeout: options.timeoutMs ?? 170_000 },
+      (error, stdout, stderr) => {
+        if (error)
+          reject(
+            new Error(`${command} ${args.at(-1)} failed: ${error.message}\n${stderr}`, { cause: error }),
+          );
+        else resolve(stdout);
+      },
+    );
+    child.stdin?.end(options.input ?? "");
+  });
 }
 
 /**
- * Runs a single-file Java program with the Kafka client jars of the run's Kafka version on its class
- * path, `input` on its standard input, and resolves with its standard output; rejects with its
- * standard error when it exits non-zero.
+ * Runs a Java program with the Kafka client jars of the run's Kafka version on its class path,
+ * `input` on its standard input, and resolves with its standard output; rejects with its standard
+ * error when it exits non-zero. `program` is one of this folder's (`"JavaProducer"`, compiled once
+ * and cached) or a path to a single-file program (`….java`, run from source).
  */
 export async function runJavaProgram(
   program: string,
   args: readonly string[],
   options: { input?: string; timeoutMs?: number } = {},
 ): Promise<string> {
-  const { libDir } = await ensureKafkaJars(resolveKafkaVersion());
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      "java",
-      ["-cp", `${libDir}/*`, javaProgram(program), ...args],
-      { maxBuffer: 512 * 1024 * 1024, timeout: options.timeoutMs ?? 170_000 },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`${program} failed: ${error.message}\n${stderr}`, { cause: error }));
-        else resolve(stdout);
-      },
-    );
-    child.stdin?.end(options.input ?? "");
-  });
+  const version = resolveKafkaVersion();
+  const { libDir } = await ensureKafkaJars(version);
+  if (program.endsWith(".java")) return run("java", ["-cp", `${libDir}/*`, program, ...args], options);
+  const classes = await compiledPrograms(version, libDir);
+  return run("java", ["-cp", `${classes}${delimiter}${libDir}/*`, program, ...args], options);
 }
 
 const settingArgs = (settings: JavaSettings): string[] =>
@@ -107,6 +153,17 @@ export async function javaConsume(
 ): Promise<JavaConsumedRecord[]> {
   const output = await runJavaProgram("JavaConsumer", [brokers.join(","), topic, ...settingArgs(settings)]);
   return jsonLines(output);
+}
+
+/**
+ * The size of `topic`'s log on the brokers (every partition and replica), from the Java
+ * AdminClient's describeLogDirs: what its records take as stored, compressed or not.
+ */
+export async function javaTopicBytes(brokers: readonly string[], topic: string): Promise<number> {
+  const output = await runJavaProgram("JavaTopicBytes", [brokers.join(","), topic]);
+  const [size] = jsonLines<{ bytes: number }>(output);
+  if (size === undefined) throw new Error(`JavaTopicBytes printed no size: ${output}`);
+  return size.bytes;
 }
 
 /** How fast the Java consumer read `topic` whole: records, key and value bytes, and nanoseconds. */
