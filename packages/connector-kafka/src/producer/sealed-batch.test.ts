@@ -1,5 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { codecOfType } from "../protocol/compression/codecs.js";
+import type { CompressionCodec } from "../protocol/compression/compression-codec.js";
+import { compressRecordBatch } from "../protocol/compression/record-batch-compression.js";
 import { recordsOfBatch } from "../protocol/record-batch-decoder.js";
 import { type BatchRecord, encodeRecordBatch } from "../protocol/record-batch-encoder.js";
 import {
@@ -110,6 +113,18 @@ describe("splitInHalves", () => {
       const refused = sealed(records(4), 12, transactional);
       expect(isTransactional(refused)).toBe(transactional);
       expect(splitInHalves(refused, producer).map(isTransactional)).toEqual([transactional, transactional]);
+    }
+  });
+
+  it("compresses the halves of a compressed batch with its codec, every record kept (each codec)", () => {
+    const plain = sealed(records(9), 40);
+    for (const name of ["gzip", "snappy", "lz4", "zstd"] as const) {
+      const codec = codecOfType(name) as CompressionCodec;
+      const refused = { ...plain, bytes: compressRecordBatch(plain.bytes, codec) };
+      const halves = splitInHalves(refused, producer);
+      for (const half of halves) expect(half.bytes.readInt16BE(ATTRIBUTES_OFFSET) & 7).toBe(codec.id);
+      expect(halves.flatMap((half) => seen(half.bytes))).toEqual(seen(plain.bytes));
+      expect(halves.map((half) => half.bytes.readInt32BE(BASE_SEQUENCE_OFFSET))).toEqual([40, 45]);
     }
   });
 

@@ -5,6 +5,8 @@ import {
   encodeProduceRequest,
   PRODUCE_API_KEY,
   PRODUCE_API_VERSION,
+  PRODUCE_API_VERSION_ZSTD,
+  produceVersionOf,
   setCorrelationId,
 } from "./produce-request.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
@@ -33,11 +35,17 @@ const kafkajsRequest = requireKafkajs("kafkajs/src/protocol/request") as (reques
   clientId: string;
   request: { apiKey: number; apiVersion: number; encode(): Promise<unknown> };
 }) => Promise<{ buffer: Buffer }>;
-const produceV3Response = requireKafkajs("kafkajs/src/protocol/requests/produce/v3/response") as {
+type KafkajsProduceResponse = {
   decode(
     raw: Buffer,
   ): Promise<{ topics: Array<{ topicName: string; partitions: Array<{ partition: number }> }> }>;
 };
+const produceV3Response = requireKafkajs(
+  "kafkajs/src/protocol/requests/produce/v3/response",
+) as KafkajsProduceResponse;
+const produceV7Response = requireKafkajs(
+  "kafkajs/src/protocol/requests/produce/v7/response",
+) as KafkajsProduceResponse;
 
 const producer = { producerId: 4001n, producerEpoch: 3, baseSequence: 0, transactional: true };
 
@@ -150,5 +158,50 @@ describe("decodeProduceResponse", () => {
       ["orders", [0, 3]],
       ["other", [1]],
     ]);
+  });
+
+  it("reads version 7's (for zstd): log_start_offset after log_append_time, as kafkajs's v7 decoder", async () => {
+    const encoder = new KafkajsEncoder();
+    const partition = (id: number, code: number, offset: string) => {
+      const e = new KafkajsEncoder();
+      e.writeInt32(id);
+      e.writeInt16(code);
+      e.writeInt64(offset);
+      e.writeInt64("-1");
+      e.writeInt64("5");
+      return e;
+    };
+    const topic = (name: string, partitions: unknown[]) => {
+      const e = new KafkajsEncoder();
+      e.writeString(name);
+      e.writeArray(partitions);
+      return e;
+    };
+    encoder.writeArray([topic("orders", [partition(0, 0, "77"), partition(2, 46, "78")])]);
+    encoder.writeInt32(0);
+    const raw = encoder.buffer;
+    expect(decodeProduceResponse(raw, PRODUCE_API_VERSION_ZSTD)).toEqual([
+      { topic: "orders", partition: 0, errorCode: 0, baseOffset: 77n },
+      { topic: "orders", partition: 2, errorCode: 46, baseOffset: 78n },
+    ]);
+    const theirs = await produceV7Response.decode(raw);
+    expect(theirs.topics.map((t) => t.partitions.map((p) => p.partition))).toEqual([[0, 2]]);
+  });
+});
+
+describe("the Produce version", () => {
+  it("is 3 unless asked for 7, which is laid out as 3 but for the version", () => {
+    const batch = encodeRecordBatch([{ value: "v" }], 1, producer);
+    const request = {
+      clientId: "c",
+      transactionalId: null,
+      acks: -1,
+      timeoutMs: 1,
+      partitions: [{ topic: "t", partition: 0, batch }],
+    };
+    const v3 = encodeProduceRequest(request);
+    const v7 = encodeProduceRequest({ ...request, version: PRODUCE_API_VERSION_ZSTD });
+    expect([produceVersionOf(v3), produceVersionOf(v7)]).toEqual([3, 7]);
+    expect(v7.subarray(8).equals(v3.subarray(8))).toBe(true);
   });
 });
