@@ -21,8 +21,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * consumer group, and prints each record as one JSON line: {"partition", "offset", "timestamp",
  * "key", "value", "headers": [[name, value], ...]} (strings as UTF-8, null kept). With
  * `--timings` it prints only one line at the end: {"records", "bytes", "nanos"}, nanos from the first
- * records polled to the end.
- * java -cp "<kafka libs>/*" JavaConsumer.java <brokers> <topic> [--timings] [setting=value ...]
+ * records polled to the end; `--passes=N` reads the topic N times in the one JVM (a line per pass,
+ * the later ones warm).
+ * java -cp "<kafka libs>/*" JavaConsumer.java <brokers> <topic> [--timings [--passes=N]] [setting=value ...]
  */
 public final class JavaConsumer {
   public static void main(String[] args) throws Exception {
@@ -33,9 +34,14 @@ public final class JavaConsumer {
     props.put("isolation.level", "read_committed");
     props.put("enable.auto.commit", "false");
     boolean timings = false;
+    int passes = 1;
     for (int i = 2; i < args.length; i++) {
       if (args[i].equals("--timings")) {
         timings = true;
+        continue;
+      }
+      if (args[i].startsWith("--passes=")) {
+        passes = Integer.parseInt(args[i].substring("--passes=".length()));
         continue;
       }
       int eq = args[i].indexOf('=');
@@ -49,8 +55,9 @@ public final class JavaConsumer {
         partitions.add(new TopicPartition(topic, info.partition()));
       }
       consumer.assign(partitions);
-      consumer.seekToBeginning(partitions);
       Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+      for (int pass = 0; pass < passes; pass++) {
+      consumer.seekToBeginning(partitions);
       long records = 0;
       long bytes = 0;
       long started = 0;
@@ -77,6 +84,7 @@ public final class JavaConsumer {
       }
       long nanos = started == 0 ? 0 : System.nanoTime() - started;
       if (timings) System.out.println("{\"records\":" + records + ",\"bytes\":" + bytes + ",\"nanos\":" + nanos + "}");
+      }
     }
   }
 

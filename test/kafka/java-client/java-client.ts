@@ -166,19 +166,27 @@ export async function javaTopicBytes(brokers: readonly string[], topic: string):
   return size.bytes;
 }
 
-/** How fast the Java consumer read `topic` whole: records, key and value bytes, and nanoseconds. */
+/**
+ * How fast the Java consumer read `topic` whole: records, key and value bytes, and nanoseconds from
+ * its first records to the end, for each of `passes` reads in one JVM (the later ones warm).
+ */
 export async function javaConsumeTimings(
   brokers: readonly string[],
   topic: string,
-  settings: JavaSettings = {},
-): Promise<{ records: number; bytes: number; nanos: number }> {
-  const output = await runJavaProgram("JavaConsumer", [
-    brokers.join(","),
-    topic,
-    "--timings",
-    ...settingArgs(settings),
-  ]);
-  const [timings] = jsonLines<{ records: number; bytes: number; nanos: number }>(output);
-  if (timings === undefined) throw new Error(`JavaConsumer printed no timings: ${output}`);
+  options: { passes?: number; settings?: JavaSettings } = {},
+): Promise<Array<{ records: number; bytes: number; nanos: number }>> {
+  const output = await runJavaProgram(
+    "JavaConsumer",
+    [
+      brokers.join(","),
+      topic,
+      "--timings",
+      `--passes=${options.passes ?? 1}`,
+      ...settingArgs(options.settings ?? {}),
+    ],
+    { timeoutMs: 900_000 },
+  );
+  const timings = jsonLines<{ records: number; bytes: number; nanos: number }>(output);
+  if (timings.length === 0) throw new Error(`JavaConsumer printed no timings: ${output}`);
   return timings;
 }
