@@ -32,7 +32,7 @@ const RECORDS = Number(args.records);
 const ROUNDS = Number(args.rounds);
 const VALUE_BYTES = Number(args["value-bytes"]);
 
-const kafka = process.env.ONCEFLOW_KAFKA_BROKERS ? undefined : await startKafka();
+const kafka = process.env.ONCEFLOW_KAFKA_BROKERS ? undefined : await startKafka({ provider: "local" });
 const brokers = kafka ? [...kafka.brokers] : (process.env.ONCEFLOW_KAFKA_BROKERS as string).split(",");
 
 /** JSON-like values: an id, a few repeating words and digits, as compressible as typical events. */
