@@ -18,6 +18,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { describeStartRequest } from "./restore/start-request.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -53,7 +54,10 @@ export interface JobOptions {
   readonly restartStrategy?: RestartStrategy;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
-   * attempt: a restart after a failure always goes on from the latest checkpoint.
+   * attempt: a restart after a failure always goes on from the latest checkpoint. `"none"` and
+   * `{ checkpointId }` are applied once: they start a lineage of their own, and a process started
+   * again with the same setting (a restarted pod, a sibling process) goes on from that lineage's
+   * latest checkpoint.
    */
   readonly restore?: RestoreSetting;
   readonly logger?: Logger;
@@ -336,6 +340,7 @@ export class Job {
       attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
     );
     if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    this.logStartRequest(plan);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -347,10 +352,11 @@ export class Job {
         "restoring checkpoint",
       );
     }
-    if (plan.newerCheckpointId !== undefined && attemptNumber === 0) {
+    const named = plan.started?.request;
+    if (plan.newerCheckpointId !== undefined && named !== undefined && named !== "none") {
       this.logger.warn(
-        { checkpointId: plan.checkpointId, newestCheckpointId: plan.newerCheckpointId },
-        `restoring checkpoint ${plan.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${plan.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
+        { checkpointId: named.checkpointId, newestCheckpointId: plan.newerCheckpointId },
+        `restoring checkpoint ${named.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${named.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
       );
     }
     const subtasks: Subtask[] = [];
@@ -425,6 +431,26 @@ export class Job {
         attempts.incarnation = coordinator.currentIncarnation;
         attempts.lastCheckpointId = Math.max(attempts.lastCheckpointId, coordinator.latestCheckpointId);
       }
+    }
+  }
+
+  /** Says what `restore: "none"` or a named checkpoint did: started a lineage, or was applied before. */
+  private logStartRequest(plan: RestorePlan): void {
+    if (plan.started !== undefined) {
+      const { request, derivedFrom } = plan.started;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId: plan.lineage, derivedFrom },
+        request === "none"
+          ? `restore "none": starting empty as lineage ${plan.lineage} (its empty base checkpoint ${plan.lineage} records the fresh start); processes started later with the same setting go on from this lineage's latest checkpoint`
+          : `restoring checkpoint ${request.checkpointId} as lineage ${plan.lineage}: base checkpoint ${plan.lineage} holds every subtask's state at checkpoint ${request.checkpointId} and records the restore; processes started later with the same setting go on from this lineage's latest checkpoint instead of going back to checkpoint ${request.checkpointId}`,
+      );
+    }
+    if (plan.alreadyApplied !== undefined) {
+      const { request, baseCheckpointId } = plan.alreadyApplied;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId, checkpointId: plan.checkpointId },
+        `${describeStartRequest(request)} skipped: it was applied already (lineage ${baseCheckpointId} started from it), so this process goes on from ${plan.checkpointId === undefined ? "empty state in that lineage (none of its checkpoints is for this process yet)" : `checkpoint ${plan.checkpointId}, the latest of that lineage for this process`}. To apply it again, restore that lineage's base checkpoint ${baseCheckpointId} by its id`,
+      );
     }
   }
 
