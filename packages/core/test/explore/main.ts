@@ -51,6 +51,7 @@ async function exploreHere(): Promise<boolean> {
     target: inMemorySinkUnderTest,
     runs,
     faultyCommits: true,
+    freshStarts: true,
     ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
     ...(values.path === undefined ? {} : { path: values.path }),
     ...(values["commands-path"] === undefined ? {} : { commandsPath: values["commands-path"] }),
