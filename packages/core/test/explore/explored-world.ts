@@ -122,6 +122,18 @@ export class ExploredWorld {
     return all.length === 0 ? undefined : Math.max(...all.map((each) => each.checkpointId));
   }
 
+  /** True when the current lineage's base records a fresh start (`"none"`), carried through rescales. */
+  private async currentLineageStartedEmpty(): Promise<boolean> {
+    const all = await this.storage.list(this.jobId);
+    const newest = all.reduce<(typeof all)[number] | undefined>(
+      (found, each) => (found === undefined || each.checkpointId > found.checkpointId ? each : found),
+      undefined,
+    );
+    const lineage = newest?.lineage ?? 0;
+    const base = all.find((each) => each.scope === "base" && each.checkpointId === lineage);
+    return (base?.summary.base as { startedBy?: unknown } | undefined)?.startedBy === "none";
+  }
+
   /**
    * A new deployment with new arguments: every process is killed (the old deployment is stopped
    * first, as a named restore or a fresh start requires), the storage optionally reset (emptied),
@@ -142,7 +154,10 @@ export class ExploredWorld {
     } else {
       this.restore = restore;
     }
-    if (options.reset === true || restore === "none") this.generation++;
+    // "none" is applied once: while the current lineage carries it, it is not applied again (the
+    // core README's restore rule): the run goes on.
+    const startsOver = restore === "none" && !(await this.currentLineageStartedEmpty());
+    if (options.reset === true || startsOver) this.generation++;
     this.parallelism = parallelism;
     for (let slot = 0; slot < Math.min(options.startNow ?? this.slots, this.slots); slot++) {
       this.startProcess(slot);
