@@ -1,4 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
  * The flags of `onceflow run` as commander hands them over (strings, unparsed).
@@ -19,6 +20,7 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
+  readonly restore?: string;
 }
 
 /**
@@ -44,6 +46,8 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
+  /** `--restore`: where the job starts (the job's `restore` option), applied once. */
+  readonly restore: RestoreSetting | undefined;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -106,6 +110,22 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+    restore: raw.restore === undefined ? undefined : parseRestore(raw.restore),
+  };
+}
+
+/**
+ * `--restore`: `latest`, `none`, or a checkpoint id (a whole number ≥ 1).
+ *
+ * @example
+ * ```ts
+ * parseRestore("42"); // { checkpointId: 42 }
+ * ```
+ */
+export function parseRestore(value: string): RestoreSetting {
+  if (value === "latest" || value === "none") return value;
+  return {
+    checkpointId: parseWhole("--restore", value, 1, "latest, none or a checkpoint id (a whole number ≥ 1)"),
   };
 }
 

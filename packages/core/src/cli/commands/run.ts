@@ -63,6 +63,10 @@ export function addRunCommand(
     )
     .option("--ui-port <port>", "serve the checkpoint dashboard on this port (0: a free one)")
     .option("--ui-host <host>", "the address of --ui-port", "127.0.0.1")
+    .option(
+      "--restore <setting>",
+      "where the job starts: latest (default), none (empty), or a checkpoint id; none and an id are applied once — the lineage they start records them, so a restart with the same arguments (a pod Kubernetes restarts) goes on from the latest checkpoint",
+    )
     .action(async (modulePath: string, options: RawRunFlags) => {
       const flags = parseRunFlags(options, process.env);
       const path = resolve(io.cwd, modulePath);
@@ -82,7 +86,11 @@ export function addRunCommand(
             ? // The dashboard shows live metrics when prom-client is there, and goes on without them.
               await loadPrometheusMetrics(importPrometheus).catch(() => undefined)
             : undefined;
-      const job = await findJob(exports, flags.jobExport, launchOptionsOf(flags.subtaskIndex, metrics));
+      const job = await findJob(
+        exports,
+        flags.jobExport,
+        launchOptionsOf(flags.subtaskIndex, metrics, flags.restore),
+      );
       const services = await startRunServices(job, flags, metrics, io);
       // SIGTERM/SIGINT stop the job with a final checkpoint (stop-with-savepoint), then exit 0.
       const stop = (): void => job.stop?.();
