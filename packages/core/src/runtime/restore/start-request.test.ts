@@ -270,6 +270,26 @@ describe("a named restore is applied once", () => {
     ]);
   }, 60_000);
 
+  it("one process per subtask started at the same moment with the same named checkpoint: one lineage, no record twice", async () => {
+    const target = deployment(6_000);
+    await runTogether(target, 2, 600);
+    // Every process stopped: the newest id is the job's newest point, so restoring it goes back nowhere.
+    const newest = Math.max(...(await target.storage.list(target.jobId)).map((m) => m.checkpointId));
+    const named = { checkpointId: newest };
+    const results = await Promise.all(
+      [0, 1].map((index) =>
+        process(target, { parallelism: 2, subtaskIndex: index, restore: named }).execute(),
+      ),
+    );
+    const bases = await basesOf(target);
+    expect(bases).toHaveLength(1);
+    expect(results.map((result) => result.restoredCheckpointId)).toEqual([
+      bases[0]?.checkpointId,
+      bases[0]?.checkpointId,
+    ]);
+    expectExactlyOnce(target);
+  }, 60_000);
+
   it("a checkpoint no longer retained for every subtask fails with CHECKPOINT_NOT_FOUND, naming what is kept", async () => {
     const target = deployment(1_000_000);
     await runTogether(target, 2, 600);
