@@ -23,7 +23,7 @@ import {
   startRequestOf,
 } from "./lineage.js";
 import { redistributeSnapshots } from "./redistribute-snapshots.js";
-import { appliedBy, stateAtCheckpoint } from "./start-request.js";
+import { appliedBy, findNamedCheckpoint, stateAtCheckpoint } from "./start-request.js";
 
 /**
  * Which checkpoint a job starts from: `"latest"` (default), `"none"` (start empty), or a named
@@ -222,6 +222,8 @@ async function planStart(
   start: StartRequest,
 ): Promise<RestorePlan | undefined> {
   const { storage, jobId, scope } = request;
+  // A checkpoint that does not exist fails before anything is fenced.
+  if (start !== "none") findNamedCheckpoint(storage, all, jobId, scope, start.checkpointId);
   let named: CheckpointMetadata | undefined;
   const base = await createLineage(all, current, request, {
     startedBy: start,

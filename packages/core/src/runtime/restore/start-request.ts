@@ -35,6 +35,33 @@ export function appliedBy(
   return carried !== undefined && sameStartRequest(carried, request) ? base : undefined;
 }
 
+/**
+ * Where checkpoint `checkpointId` is listed: in this process's scope, `all`, `base`, or another
+ * subtask's scope. Throws `CHECKPOINT_NOT_FOUND` when it is nowhere.
+ */
+export function findNamedCheckpoint(
+  storage: CheckpointStorage,
+  all: readonly CheckpointMetadata[],
+  jobId: string,
+  scope: string,
+  checkpointId: number,
+): CheckpointMetadata {
+  const named = all.filter((metadata) => metadata.checkpointId === checkpointId);
+  const chosen =
+    named.find((metadata) => metadata.scope === scope) ??
+    named.find((metadata) => metadata.scope === "all") ??
+    named.find((metadata) => metadata.scope === BASE_SCOPE) ??
+    named[0];
+  if (chosen === undefined) {
+    throw new CheckpointError(
+      "CHECKPOINT_NOT_FOUND",
+      `checkpoint ${checkpointId} of job '${jobId}' is not in ${storage.description}; list them with \`onceflow checkpoints list\``,
+      { checkpointId },
+    );
+  }
+  return chosen;
+}
+
 /** The state of every subtask at a named checkpoint, in the shape it was written in. */
 export interface NamedState {
   /** The checkpoint the name was found as (the process's own scope, `all`, `base`, or another subtask's). */
@@ -59,19 +86,7 @@ export async function stateAtCheckpoint(
   scope: string,
   checkpointId: number,
 ): Promise<NamedState> {
-  const named = all.filter((metadata) => metadata.checkpointId === checkpointId);
-  const chosen =
-    named.find((metadata) => metadata.scope === scope) ??
-    named.find((metadata) => metadata.scope === "all") ??
-    named.find((metadata) => metadata.scope === BASE_SCOPE) ??
-    named[0];
-  if (chosen === undefined) {
-    throw new CheckpointError(
-      "CHECKPOINT_NOT_FOUND",
-      `checkpoint ${checkpointId} of job '${jobId}' is not in ${storage.description}; list them with \`onceflow checkpoints list\``,
-      { checkpointId },
-    );
-  }
+  const chosen = findNamedCheckpoint(storage, all, jobId, scope, checkpointId);
   if (chosen.scope === "all" || chosen.scope === BASE_SCOPE) {
     const snapshots = [...(await loadSnapshots(storage, chosen)).values()];
     return { named: chosen, snapshots, parallelism: chosen.parallelism, usedCheckpoints: [chosen] };
