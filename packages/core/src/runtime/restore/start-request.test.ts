@@ -6,6 +6,7 @@ import type { CheckpointStorage } from "../../checkpoint/checkpoint-storage.js";
 import { createCompletedCheckpoint } from "../../checkpoint/completed-checkpoint.js";
 import { filesystem } from "../../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../../checkpoint/memory-checkpoint-storage.js";
+import { createMemoryLogger, type Logger } from "../../observability/logger.js";
 import { CollectedOutput } from "../../sink/collect-sink.js";
 import { GeneratorSource } from "../../source/generator-source.js";
 import { Job, type JobResult } from "../job.js";
@@ -40,9 +41,11 @@ function process(
     subtaskIndex?: number;
     restore?: RestoreSetting;
     recordsPerSecond?: number;
+    logger?: Logger;
   },
 ): Job {
   const job = new Job({
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
     jobId: target.jobId,
     parallelism: options.parallelism ?? 1,
     ...(options.subtaskIndex === undefined ? {} : { subtaskIndex: options.subtaskIndex }),
@@ -197,9 +200,11 @@ describe("a named restore is applied once", () => {
       const target = deployment(3_000, storage);
       const first = await runUntil(target, process(target, {}), 300);
       const named: RestoreSetting = { checkpointId: first.lastCheckpointId };
-      const second = await runUntil(target, process(target, { restore: named }), 300);
+      const applying = createMemoryLogger();
+      const second = await runUntil(target, process(target, { restore: named, logger: applying }), 300);
       // Kubernetes restarts the pod with the same arguments: it must not go back to the named checkpoint.
-      const third = await process(target, { restore: named }).execute();
+      const skipping = createMemoryLogger();
+      const third = await process(target, { restore: named, logger: skipping }).execute();
       const [base] = await basesOf(target);
       expect(base?.summary.base).toMatchObject({
         startedBy: named,
@@ -208,6 +213,25 @@ describe("a named restore is applied once", () => {
       expect(second.restoredCheckpointId).toBe(base?.checkpointId);
       expect(third.restoredCheckpointId).toBe(second.lastCheckpointId);
       expect(await basesOf(target)).toHaveLength(1);
+      // The log says what was restored, and why the restore was not applied the second time.
+      expect(applying.entries).toContainEqual(
+        expect.objectContaining({
+          level: "info",
+          message: expect.stringMatching(
+            new RegExp(`^restoring checkpoint ${first.lastCheckpointId} as lineage ${base?.checkpointId}: `),
+          ),
+        }),
+      );
+      expect(skipping.entries).toContainEqual(
+        expect.objectContaining({
+          level: "info",
+          message: expect.stringMatching(
+            new RegExp(
+              `^restore of checkpoint ${first.lastCheckpointId} skipped: it was applied already .* goes on from checkpoint ${second.lastCheckpointId}`,
+            ),
+          ),
+        }),
+      );
       expectExactlyOnce(target);
     }, 60_000);
   }
