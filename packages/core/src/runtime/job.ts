@@ -54,7 +54,8 @@ export interface JobOptions {
   readonly restartStrategy?: RestartStrategy;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
-   * attempt: a restart after a failure always goes on from the latest checkpoint. `"none"` and
+   * attempt that gets as far as its restore: a restart after a failure goes on from the latest
+   * checkpoint. `"none"` and
    * `{ checkpointId }` are applied once: they start a lineage of their own, and a process started
    * again with the same setting (a restarted pod, a sibling process) goes on from that lineage's
    * latest checkpoint.
@@ -244,6 +245,7 @@ export class Job {
       incarnation: undefined,
       lastCheckpointId: 0,
       firstRestoredCheckpointId: undefined,
+      planned: false,
     };
     try {
       this.storage = this.resolveStorage();
@@ -332,14 +334,17 @@ export class Job {
     attempts.incarnation = incarnation;
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
-    // failover after a savepoint restore), never back to the named one.
+    // failover after a savepoint restore), never back to the named one — unless no attempt got as far
+    // as planning its restore: then the setting is not applied yet (a restore applied already is
+    // skipped anyway, its lineage records it).
     const plan = await this.planRestore(
       scope,
       incarnation,
       runsAll,
-      attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
+      attempts.planned ? "latest" : (this.options.restore ?? "latest"),
     );
-    if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    if (!attempts.planned) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    attempts.planned = true;
     this.logStartRequest(plan);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
@@ -605,8 +610,10 @@ interface AttemptLineage {
   incarnation: number | undefined;
   /** The highest checkpoint id any attempt triggered. */
   lastCheckpointId: number;
-  /** What the first attempt restored (also when it failed). */
+  /** What the first attempt that planned its restore restored (also when it failed later). */
   firstRestoredCheckpointId: number | undefined;
+  /** An attempt planned its restore: `restore` was applied (or skipped), later attempts restore "latest". */
+  planned: boolean;
 }
 
 /**

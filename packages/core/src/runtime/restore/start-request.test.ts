@@ -2,10 +2,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import type { CheckpointStorage } from "../../checkpoint/checkpoint-storage.js";
+import type { CheckpointStorage, CompletedCheckpoint } from "../../checkpoint/checkpoint-storage.js";
 import { createCompletedCheckpoint } from "../../checkpoint/completed-checkpoint.js";
 import { filesystem } from "../../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../../checkpoint/memory-checkpoint-storage.js";
+import { CheckpointError } from "../../errors/onceflow-error.js";
 import { createMemoryLogger, type Logger } from "../../observability/logger.js";
 import { CollectedOutput } from "../../sink/collect-sink.js";
 import { GeneratorSource } from "../../source/generator-source.js";
@@ -42,6 +43,7 @@ function process(
     restore?: RestoreSetting;
     recordsPerSecond?: number;
     logger?: Logger;
+    restarts?: boolean;
   },
 ): Job {
   const job = new Job({
@@ -50,7 +52,7 @@ function process(
     parallelism: options.parallelism ?? 1,
     ...(options.subtaskIndex === undefined ? {} : { subtaskIndex: options.subtaskIndex }),
     checkpointing: { interval: 50, storage: target.storage },
-    restartStrategy: { type: "none" },
+    restartStrategy: options.restarts ? { type: "fixed-delay", attempts: 3, delay: 10 } : { type: "none" },
     ...(options.restore === undefined ? {} : { restore: options.restore }),
   });
   job
@@ -235,6 +237,30 @@ describe("a named restore is applied once", () => {
       expectExactlyOnce(target);
     }, 60_000);
   }
+
+  it("a first attempt that fails while applying it: the restart applies it, it does not fall back to latest", async () => {
+    // The storage is briefly unreachable when the new lineage's base is stored.
+    class FlakyBaseStore extends MemoryCheckpointStorage {
+      private failed = false;
+      override async store(checkpoint: CompletedCheckpoint): Promise<void> {
+        if (!this.failed && checkpoint.metadata.scope === "base") {
+          this.failed = true;
+          throw new CheckpointError("CHECKPOINT_FAILED", "the checkpoint storage did not answer");
+        }
+        return super.store(checkpoint);
+      }
+    }
+    const target = deployment(3_000, new FlakyBaseStore());
+    const first = await runUntil(target, process(target, {}), 300);
+    const named: RestoreSetting = { checkpointId: first.lastCheckpointId };
+    const second = await runUntil(target, process(target, { restore: named, restarts: true }), 300);
+    const bases = await basesOf(target);
+    expect(second.restarts).toBe(1);
+    expect(bases.map((base) => base.summary.base)).toEqual([expect.objectContaining({ startedBy: named })]);
+    expect(second.restoredCheckpointId).toBe(bases[0]?.checkpointId);
+    await process(target, { restore: named }).execute();
+    expectExactlyOnce(target);
+  }, 60_000);
 
   it("carries through a rescale: the pods of the new parallelism, started with the same setting, do not go back", async () => {
     const target = deployment(6_000);
