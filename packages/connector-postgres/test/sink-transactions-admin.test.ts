@@ -13,7 +13,7 @@ import { SinkDriver } from "./helpers/sink-driver.js";
 /**
  * `listPostgresSinkTransactions` / `rollbackPostgresSinkTransactions` and `onceflow-postgres
  * transactions list|rollback` against leftovers that real PostgresSinks leave when their process
- * dies after a pre-commit (issue 13, item 3).
+ * dies after a pre-commit.
  */
 
 interface Event {
