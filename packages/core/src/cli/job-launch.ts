@@ -17,23 +17,26 @@ const CREATE_JOB_HINT =
  *
  * @example
  * ```ts
- * launchOptionsOf(2, undefined); // { subtaskIndex: 2 }
+ * launchOptionsOf(2, undefined, false); // { subtaskIndex: 2 }
  * ```
  */
 export function launchOptionsOf(
   subtaskIndex: number | undefined,
   metrics: Metrics | undefined,
+  allowNonRestoredState: boolean,
 ): JobLaunchOptions {
   return {
     ...(subtaskIndex === undefined ? {} : { subtaskIndex }),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(allowNonRestoredState ? { allowNonRestoredState } : {}),
   };
 }
 
 /**
  * Applies the launch to a job the module built itself (a `job` export): metrics are attached
- * (`job.attachMetrics`), but the subtask is fixed when a job is constructed, so `--subtask` needs
- * `createJob(launch)` — a `CONFIGURATION` error says so.
+ * (`job.attachMetrics`), but the subtask and the restore options are fixed when a job is
+ * constructed, so `--subtask` and `--allow-non-restored-state` need `createJob(launch)` — a
+ * `CONFIGURATION` error says so.
  *
  * @example
  * ```ts
@@ -49,6 +52,12 @@ export function applyLaunchToPrebuiltJob(
     throw new ConfigurationError(
       "--subtask",
       `export "${exportName}" is a job already built, and a job's subtask is fixed when it is constructed: ${CREATE_JOB_HINT}`,
+    );
+  }
+  if (launch.allowNonRestoredState === true) {
+    throw new ConfigurationError(
+      "--allow-non-restored-state",
+      `export "${exportName}" is a job already built, and its options are fixed when it is constructed: set allowNonRestoredState: true in its options, or ${CREATE_JOB_HINT}`,
     );
   }
   if (launch.metrics === undefined) return;

@@ -19,6 +19,7 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
+  readonly allowNonRestoredState?: boolean;
 }
 
 /**
@@ -44,6 +45,8 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
+  /** `--allow-non-restored-state`: drop checkpointed state that no operator claims, with a warning. */
+  readonly allowNonRestoredState: boolean;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -106,6 +109,7 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+    allowNonRestoredState: raw.allowNonRestoredState === true,
   };
 }
 

@@ -18,6 +18,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { checkStateClaims } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -56,6 +57,13 @@ export interface JobOptions {
    * attempt: a restart after a failure always goes on from the latest checkpoint.
    */
   readonly restore?: RestoreSetting;
+  /**
+   * Restore even when the checkpoint holds state that no operator of this job claims (an operator
+   * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
+   * for a two-phase-commit sink, its pending transactions are then not committed by this job.
+   * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
+   */
+  readonly allowNonRestoredState?: boolean;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
@@ -102,6 +110,7 @@ const PERMANENT_CODES = new Set([
   "CHECKPOINT_NOT_FOUND",
   "RECORD_REJECTED",
   "SUPERSEDED",
+  "NON_RESTORED_STATE",
 ]);
 
 /**
@@ -336,6 +345,15 @@ export class Job {
       attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
     );
     if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      jobId: this.jobId,
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    });
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
