@@ -18,7 +18,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
-import { checkStateClaims } from "./restore/state-claims.js";
+import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -347,12 +347,9 @@ export class Job {
     if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
     // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
     checkStateClaims({
-      jobId: this.jobId,
+      ...this.stateClaims(),
       checkpointId: plan.checkpointId,
       restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
-      claimedUids: this.graph.nodes.map((node) => node.uid),
-      allowNonRestoredState: this.options.allowNonRestoredState === true,
-      logger: this.logger,
     });
     if (plan.checkpointId !== undefined) {
       this.logger.info(
@@ -490,7 +487,24 @@ export class Job {
       shape: { parallelism: this.parallelism, runsAllSubtasks },
       setting,
       sources,
+      claimRedistributed: (derivedFrom, perSubtask) =>
+        claimRedistributedState(this.stateClaims(), derivedFrom, perSubtask),
     });
+  }
+
+  /** What the state claims on restore are checked against: the job's uids and its option. */
+  private stateClaims(): {
+    jobId: string;
+    claimedUids: string[];
+    allowNonRestoredState: boolean;
+    logger: Logger;
+  } {
+    return {
+      jobId: this.jobId,
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    };
   }
 
   private async createSubtask(

@@ -1,3 +1,4 @@
+import { deserialize } from "node:v8";
 import { describe, expect, it, vi } from "vitest";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { isOnceflowError, NonRestoredStateError } from "../errors/onceflow-error.js";
@@ -5,6 +6,7 @@ import { createMemoryLogger, type Logger } from "../observability/logger.js";
 import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
 import { Job, type JobOptions } from "./job.js";
+import type { SubtaskSnapshot } from "./subtask.js";
 import { type Counted, type Reading, RunningCount } from "./testing/running-count.js";
 
 // State is matched to operators by uid on restore: a checkpoint whose state some operator of the
@@ -215,6 +217,24 @@ describe("restoring state that no operator claims", () => {
     expectContinuousCounts(output.committed);
   });
 
+  it("refuses a renamed source on a rescale so that its splits still go where the source assigns them", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<Counted>();
+    await runAndStop(storage, output, [{ parallelism: 2 }]);
+
+    const refused = await refusal(
+      buildJob(storage, output, { parallelism: 3, uids: { source: "readings-v2" } }).execute(),
+    );
+    expect(refused.operators).toMatchObject([
+      { uid: "readings", kinds: ["source positions"], subtasks: [0, 1, 2] },
+    ]);
+    // Nothing of the refused start is stored: the lineage is made again once the uid is back.
+    expect((await storage.list("claims")).some((metadata) => metadata.scope === "base")).toBe(false);
+    await buildJob(storage, output, { parallelism: 3 }).execute();
+    expectExactlyOnce(output.committed);
+    expectContinuousCounts(output.committed);
+  });
+
   it("drops state on a rescale when allowed, with a warning", async () => {
     const storage = new MemoryCheckpointStorage();
     const output = new CollectedOutput<Counted>();
@@ -231,6 +251,15 @@ describe("restoring state that no operator claims", () => {
       expect.stringContaining("operator 'count' (keyed state; subtask 0)"),
     ]);
     expectExactlyOnce(output.committed);
+    // Dropped once for the new parallelism: its base checkpoint holds no state under the old uid.
+    const base = (await storage.list("claims")).find((metadata) => metadata.scope === "base");
+    const stored = await storage.load("claims", "base", base!.checkpointId);
+    for (const bytes of stored.subtaskStates.values()) {
+      expect(Object.keys((deserialize(bytes) as SubtaskSnapshot).operators).sort()).toEqual([
+        "out",
+        "readings",
+      ]);
+    }
   });
 
   it("refuses an allowNonRestoredState that is not a boolean", () => {

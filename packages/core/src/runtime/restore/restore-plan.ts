@@ -57,6 +57,14 @@ export interface RestoreRequest {
   readonly shape: LineageShape;
   readonly setting: RestoreSetting;
   readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
+  /**
+   * Checks a new lineage's redistributed state before it is stored (`derivedFrom`: the newest
+   * checkpoint it comes from): throws to refuse state no operator claims, or returns what to store.
+   */
+  readonly claimRedistributed?: (
+    derivedFrom: number,
+    perSubtask: Map<number, Record<string, OperatorSnapshot>>,
+  ) => Map<number, Record<string, OperatorSnapshot>>;
 }
 
 /** Attempts at creating a lineage while other processes create or change it at the same moment. */
@@ -284,12 +292,17 @@ async function createLineage(
   }
   oldSnapshots.sort((left, right) => left.subtaskIndex - right.subtaskIndex);
   const baseId = current.highestId + 1;
-  const perSubtask = redistributeSnapshots(
+  const redistributed = redistributeSnapshots(
     oldSnapshots,
     oldParallelism,
     request.shape.parallelism,
     request.sources,
   );
+  const newestUsed =
+    derivedFrom.length === 0
+      ? current.highestId
+      : Math.max(...derivedFrom.map((metadata) => metadata.checkpointId));
+  const perSubtask = request.claimRedistributed?.(newestUsed, redistributed) ?? redistributed;
   const snapshots = new Map<number, SubtaskSnapshot>();
   const subtaskStates = new Map<number, Buffer>();
   for (let index = 0; index < request.shape.parallelism; index++) {

@@ -4,7 +4,7 @@ import { isOnceflowError, NonRestoredStateError } from "../../errors/onceflow-er
 import { createMemoryLogger } from "../../observability/logger.js";
 import { TRANSACTION_STATE_NAME, type TransactionStateEntry } from "../../sink/transaction-state.js";
 import type { OperatorSnapshot } from "../operators/stream-operator.js";
-import { checkStateClaims, findNonRestoredState } from "./state-claims.js";
+import { checkStateClaims, claimRedistributedState, findNonRestoredState } from "./state-claims.js";
 
 const transaction = (kind: "pending" | "open", checkpointId: number, subtaskIndex = 0): Buffer =>
   serialize({
@@ -180,5 +180,31 @@ describe("checkStateClaims", () => {
       [],
     );
     expect(logger.entries).toEqual([]);
+  });
+});
+
+describe("claimRedistributedState", () => {
+  const perSubtask = new Map([
+    [0, { numbers: source, count: keyed }],
+    [1, { numbers: source, count: keyed }],
+  ]);
+  const claims = { jobId: "orders", claimedUids: ["numbers", "count-v2"], logger: createMemoryLogger() };
+
+  it("refuses a rescale's state that no operator claims, naming the newest checkpoint it comes from", () => {
+    expect(() => claimRedistributedState({ ...claims, allowNonRestoredState: false }, 9, perSubtask)).toThrow(
+      "checkpoint 9 holds state that no operator of the job claims: operator 'count' (keyed state; subtask 0, 1)",
+    );
+  });
+
+  it("allowed, leaves the unclaimed state out of what is stored, with one warning", () => {
+    const logger = createMemoryLogger();
+    const stored = claimRedistributedState({ ...claims, allowNonRestoredState: true, logger }, 9, perSubtask);
+    expect(stored).toEqual(
+      new Map([
+        [0, { numbers: source }],
+        [1, { numbers: source }],
+      ]),
+    );
+    expect(logger.entries.map((entry) => entry.level)).toEqual(["warn"]);
   });
 });

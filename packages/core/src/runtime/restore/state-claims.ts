@@ -133,6 +133,34 @@ export function checkStateClaims(claims: StateClaims): readonly NonRestoredOpera
   return unclaimed;
 }
 
+/**
+ * The same check on the state a rescale redistributed, before it is stored as the new lineage's
+ * base checkpoint (`checkpointId` is the newest checkpoint it was derived from). Refused, nothing is
+ * stored: an unclaimed source's splits cannot be placed where that source would assign them, so a
+ * base made without it would misplace them for a later restore under the old uid. Allowed, the
+ * base is stored without the unclaimed state: the decision is made once for every process of the
+ * new parallelism. Returns the state to store.
+ *
+ * @example
+ * ```ts
+ * const toStore = claimRedistributedState({ jobId, claimedUids, allowNonRestoredState, logger }, 7, perSubtask);
+ * ```
+ */
+export function claimRedistributedState(
+  claims: Omit<StateClaims, "restored" | "checkpointId">,
+  checkpointId: number,
+  perSubtask: ReadonlyMap<number, Record<string, OperatorSnapshot>>,
+): Map<number, Record<string, OperatorSnapshot>> {
+  checkStateClaims({ ...claims, checkpointId, restored: perSubtask });
+  const claimed = new Set(claims.claimedUids);
+  return new Map(
+    [...perSubtask].map(([subtaskIndex, operators]) => [
+      subtaskIndex,
+      Object.fromEntries(Object.entries(operators).filter(([uid]) => claimed.has(uid))),
+    ]),
+  );
+}
+
 function describe(state: NonRestoredOperatorState): string {
   const kinds = state.kinds.map((kind) => {
     if (kind !== "sink transactions") return kind;
