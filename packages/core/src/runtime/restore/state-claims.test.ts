@@ -169,6 +169,9 @@ describe("checkStateClaims", () => {
     expect(warning?.message).toContain("dropping state of checkpoint 4 that no operator of the job claims");
     expect(warning?.message).toContain("operator 'count' (keyed state");
     expect(warning?.message).toContain("its pending ones are not committed by this job");
+    expect(warning?.message).toContain(
+      `Pending transactions given up: 'out' checkpoint 4: {"transactionalId":"out-0-4"}`,
+    );
     expect(warning?.fields).toMatchObject({ checkpointId: 4, dropped });
   });
 

@@ -123,12 +123,20 @@ export function checkStateClaims(claims: StateClaims): readonly NonRestoredOpera
   const transactions = unclaimed.some(
     (state) => state.pendingTransactions.length > 0 || state.openTransactions > 0,
   );
+  const handles = unclaimed.flatMap((state) =>
+    state.pendingTransactions.flatMap((pending) =>
+      pending.transaction === undefined
+        ? []
+        : [`'${state.uid}' checkpoint ${pending.checkpointId}: ${pending.transaction}`],
+    ),
+  );
   claims.logger.warn(
     { checkpointId, dropped: unclaimed },
     `allowNonRestoredState: dropping state of checkpoint ${checkpointId} that no operator of the job claims: ${listed}` +
       (transactions
         ? ". A dropped sink's transactions are given up: its pending ones are not committed by this job (output that the old run did not commit before it stopped is lost when the external system aborts them at its transaction timeout) and its open ones are not aborted (an open Kafka transaction holds back read_committed consumers until then; onceflow-kafka transactions abort ends it)"
-        : ""),
+        : "") +
+      (handles.length > 0 ? `. Pending transactions given up: ${handles.join("; ")}` : ""),
   );
   return unclaimed;
 }
