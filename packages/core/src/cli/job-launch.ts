@@ -17,26 +17,24 @@ const CREATE_JOB_HINT =
  *
  * @example
  * ```ts
- * launchOptionsOf(2, undefined, false); // { subtaskIndex: 2 }
+ * launchOptionsOf(2, undefined); // { subtaskIndex: 2 }
  * ```
  */
 export function launchOptionsOf(
   subtaskIndex: number | undefined,
   metrics: Metrics | undefined,
-  allowNonRestoredState: boolean,
 ): JobLaunchOptions {
   return {
     ...(subtaskIndex === undefined ? {} : { subtaskIndex }),
     ...(metrics === undefined ? {} : { metrics }),
-    ...(allowNonRestoredState ? { allowNonRestoredState } : {}),
   };
 }
 
 /**
  * Applies the launch to a job the module built itself (a `job` export): metrics are attached
- * (`job.attachMetrics`), but the subtask and the restore options are fixed when a job is
- * constructed, so `--subtask` and `--allow-non-restored-state` need `createJob(launch)` — a
- * `CONFIGURATION` error says so.
+ * (`job.attachMetrics`), but the subtask is fixed when a job is constructed, so `--subtask` needs
+ * `createJob(launch)` — a `CONFIGURATION` error says so. `--allow-non-restored-state` likewise: a job's
+ * options are fixed when it is constructed.
  *
  * @example
  * ```ts
@@ -48,16 +46,16 @@ export function applyLaunchToPrebuiltJob(
   exportName: string,
   launch: JobLaunchOptions,
 ): void {
-  if (launch.subtaskIndex !== undefined) {
-    throw new ConfigurationError(
-      "--subtask",
-      `export "${exportName}" is a job already built, and a job's subtask is fixed when it is constructed: ${CREATE_JOB_HINT}`,
-    );
-  }
   if (launch.allowNonRestoredState === true) {
     throw new ConfigurationError(
       "--allow-non-restored-state",
       `export "${exportName}" is a job already built, and its options are fixed when it is constructed: set allowNonRestoredState: true in its options, or ${CREATE_JOB_HINT}`,
+    );
+  }
+  if (launch.subtaskIndex !== undefined) {
+    throw new ConfigurationError(
+      "--subtask",
+      `export "${exportName}" is a job already built, and a job's subtask is fixed when it is constructed: ${CREATE_JOB_HINT}`,
     );
   }
   if (launch.metrics === undefined) return;

@@ -12,6 +12,7 @@ export interface RawRunFlags {
   readonly jobExport?: string;
   readonly subtask?: string;
   readonly threads?: boolean;
+  readonly allowNonRestoredState?: boolean;
   readonly threadMaxYoungGeneration?: string;
   readonly threadMaxOldGeneration?: string;
   readonly metricsPort?: string;
@@ -19,7 +20,6 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
-  readonly allowNonRestoredState?: boolean;
 }
 
 /**
@@ -35,6 +35,8 @@ export interface RunFlags {
   readonly subtaskIndex: number | undefined;
   /** `--threads`: every subtask in a worker thread of this process. */
   readonly threads: boolean;
+  /** `--allow-non-restored-state`: drop checkpointed state that no operator claims, with a warning. */
+  readonly allowNonRestoredState: boolean;
   /** `--thread-max-young-generation` / `--thread-max-old-generation`: each thread's heap limits, MiB. */
   readonly threadResourceLimits: {
     readonly maxYoungGenerationSizeMb?: number;
@@ -45,8 +47,6 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
-  /** `--allow-non-restored-state`: drop checkpointed state that no operator claims, with a warning. */
-  readonly allowNonRestoredState: boolean;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -93,6 +93,7 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
     jobExport: raw.jobExport,
     subtaskIndex: raw.subtask === undefined ? undefined : parseSubtask(raw.subtask, env),
     threads: raw.threads === true,
+    allowNonRestoredState: raw.allowNonRestoredState === true,
     threadResourceLimits: {
       ...(young === undefined
         ? {}
@@ -109,7 +110,6 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
-    allowNonRestoredState: raw.allowNonRestoredState === true,
   };
 }
 

@@ -28,10 +28,10 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
   const threads = await runSubtasksInThreads({
     module: pathToFileURL(modulePath),
     ...(flags.jobExport === undefined ? {} : { exportName: flags.jobExport }),
+    ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     metrics: promClient !== undefined,
     handleSignals: true,
     resourceLimits: flags.threadResourceLimits,
-    ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
   });
   io.stdout(
     `running ${threads.parallelism} subtask(s) of ${threads.jobId} in threads ${threads.threadIds.join(", ")} of process ${process.pid}\n`,

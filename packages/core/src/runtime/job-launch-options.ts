@@ -17,8 +17,8 @@ import type { Metrics } from "../observability/metrics.js";
 export interface JobLaunchOptions {
   /** Run only this subtask in this process (`--subtask`). */
   readonly subtaskIndex?: number;
-  /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
-  readonly metrics?: Metrics;
   /** Drop checkpointed state that no operator claims, with a warning (`--allow-non-restored-state`). */
   readonly allowNonRestoredState?: boolean;
+  /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
+  readonly metrics?: Metrics;
 }

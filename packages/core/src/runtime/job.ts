@@ -345,12 +345,6 @@ export class Job {
       attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
     );
     if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
-    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
-    checkStateClaims({
-      ...this.stateClaims(),
-      checkpointId: plan.checkpointId,
-      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
-    });
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -479,17 +473,23 @@ export class Job {
         operatorsOf: () => undefined,
       };
     }
-    return planRestore({
+    const plan = await planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
+      claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
       setting,
       sources,
-      claimRedistributed: (derivedFrom, perSubtask) =>
-        claimRedistributedState(this.stateClaims(), derivedFrom, perSubtask),
     });
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      ...this.stateClaims(),
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+    });
+    return plan;
   }
 
   /** What the state claims on restore are checked against: the job's uids and its option. */

@@ -43,8 +43,8 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
   }
   const built = await buildThreadJob(factory, {
     subtaskIndex: data.subtaskIndex,
-    ...(metrics === undefined ? {} : { metrics }),
     ...(data.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
+    ...(metrics === undefined ? {} : { metrics }),
   });
   job = built;
   const postStatus = (): void => post({ type: "status", status: built.status() });

@@ -55,16 +55,16 @@ export interface RestoreRequest {
    */
   readonly incarnation?: number;
   readonly shape: LineageShape;
-  readonly setting: RestoreSetting;
-  readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
   /**
-   * Checks a new lineage's redistributed state before it is stored (`derivedFrom`: the newest
-   * checkpoint it comes from): throws to refuse state no operator claims, or returns what to store.
+   * Checks a new lineage's redistributed state (from the old subtasks' `from`) before it is stored:
+   * throws to refuse state that no operator claims, or removes what is allowed to be dropped.
    */
   readonly claimRedistributed?: (
-    derivedFrom: number,
     perSubtask: Map<number, Record<string, OperatorSnapshot>>,
-  ) => Map<number, Record<string, OperatorSnapshot>>;
+    from: readonly SubtaskSnapshot[],
+  ) => void;
+  readonly setting: RestoreSetting;
+  readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
 }
 
 /** Attempts at creating a lineage while other processes create or change it at the same moment. */
@@ -292,17 +292,13 @@ async function createLineage(
   }
   oldSnapshots.sort((left, right) => left.subtaskIndex - right.subtaskIndex);
   const baseId = current.highestId + 1;
-  const redistributed = redistributeSnapshots(
+  const perSubtask = redistributeSnapshots(
     oldSnapshots,
     oldParallelism,
     request.shape.parallelism,
     request.sources,
   );
-  const newestUsed =
-    derivedFrom.length === 0
-      ? current.highestId
-      : Math.max(...derivedFrom.map((metadata) => metadata.checkpointId));
-  const perSubtask = request.claimRedistributed?.(newestUsed, redistributed) ?? redistributed;
+  request.claimRedistributed?.(perSubtask, oldSnapshots);
   const snapshots = new Map<number, SubtaskSnapshot>();
   const subtaskStates = new Map<number, Buffer>();
   for (let index = 0; index < request.shape.parallelism; index++) {

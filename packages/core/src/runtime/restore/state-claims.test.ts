@@ -194,14 +194,20 @@ describe("claimRedistributedState", () => {
   const claims = { jobId: "orders", claimedUids: ["numbers", "count-v2"], logger: createMemoryLogger() };
 
   it("refuses a rescale's state that no operator claims, naming the newest checkpoint it comes from", () => {
-    expect(() => claimRedistributedState({ ...claims, allowNonRestoredState: false }, 9, perSubtask)).toThrow(
+    const from = [{ checkpointId: 8 }, { checkpointId: 9 }];
+    expect(() =>
+      claimRedistributedState({ ...claims, allowNonRestoredState: false }, perSubtask, from),
+    ).toThrow(
       "checkpoint 9 holds state that no operator of the job claims: operator 'count' (keyed state; subtask 0, 1)",
     );
   });
 
   it("allowed, leaves the unclaimed state out of what is stored, with one warning", () => {
     const logger = createMemoryLogger();
-    const stored = claimRedistributedState({ ...claims, allowNonRestoredState: true, logger }, 9, perSubtask);
+    const stored = new Map(perSubtask);
+    claimRedistributedState({ ...claims, allowNonRestoredState: true, logger }, stored, [
+      { checkpointId: 9 },
+    ]);
     expect(stored).toEqual(
       new Map([
         [0, { numbers: source }],

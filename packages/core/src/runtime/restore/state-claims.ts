@@ -142,31 +142,32 @@ export function checkStateClaims(claims: StateClaims): readonly NonRestoredOpera
 }
 
 /**
- * The same check on the state a rescale redistributed, before it is stored as the new lineage's
- * base checkpoint (`checkpointId` is the newest checkpoint it was derived from). Refused, nothing is
- * stored: an unclaimed source's splits cannot be placed where that source would assign them, so a
- * base made without it would misplace them for a later restore under the old uid. Allowed, the
- * base is stored without the unclaimed state: the decision is made once for every process of the
- * new parallelism. Returns the state to store.
+ * The same check on the state a rescale redistributed (`perSubtask`, from the old subtasks' `from`),
+ * before it is stored as the new lineage's base checkpoint; the message names the newest checkpoint
+ * of `from`. Refused, nothing is stored: an unclaimed source's splits cannot be placed where that
+ * source would assign them, so a base made without it would misplace them for a later restore under
+ * the old uid. Allowed, the unclaimed state is removed from `perSubtask` and the base is stored
+ * without it: the decision is made once for every process of the new parallelism.
  *
  * @example
  * ```ts
- * const toStore = claimRedistributedState({ jobId, claimedUids, allowNonRestoredState, logger }, 7, perSubtask);
+ * claimRedistributedState({ jobId, claimedUids, allowNonRestoredState, logger }, perSubtask, oldSnapshots);
  * ```
  */
 export function claimRedistributedState(
   claims: Omit<StateClaims, "restored" | "checkpointId">,
-  checkpointId: number,
-  perSubtask: ReadonlyMap<number, Record<string, OperatorSnapshot>>,
-): Map<number, Record<string, OperatorSnapshot>> {
+  perSubtask: Map<number, Record<string, OperatorSnapshot>>,
+  from: readonly { readonly checkpointId: number }[],
+): void {
+  const checkpointId = Math.max(0, ...from.map((snapshot) => snapshot.checkpointId));
   checkStateClaims({ ...claims, checkpointId, restored: perSubtask });
   const claimed = new Set(claims.claimedUids);
-  return new Map(
-    [...perSubtask].map(([subtaskIndex, operators]) => [
+  for (const [subtaskIndex, operators] of perSubtask) {
+    perSubtask.set(
       subtaskIndex,
       Object.fromEntries(Object.entries(operators).filter(([uid]) => claimed.has(uid))),
-    ]),
-  );
+    );
+  }
 }
 
 function describe(state: NonRestoredOperatorState): string {
