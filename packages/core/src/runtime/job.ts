@@ -53,17 +53,17 @@ export interface JobOptions {
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
   /**
-   * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
-   * attempt: a restart after a failure always goes on from the latest checkpoint.
-   */
-  readonly restore?: RestoreSetting;
-  /**
    * Restore even when the checkpoint holds state that no operator of this job claims (an operator
    * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
    * for a two-phase-commit sink, its pending transactions are then not committed by this job.
    * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
    */
   readonly allowNonRestoredState?: boolean;
+  /**
+   * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
+   * attempt: a restart after a failure always goes on from the latest checkpoint.
+   */
+  readonly restore?: RestoreSetting;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */

@@ -109,6 +109,11 @@ describe("findNonRestoredState", () => {
     expect(out?.pendingTransactions.map((pending) => pending.checkpointId)).toEqual([7, 7]);
   });
 
+  it("does not count what describes the state (scalars beside it) as state", () => {
+    const described = { keyedBy: "key-group", maxParallelism: 128, keyed: {} } as OperatorSnapshot;
+    expect(findNonRestoredState(new Map([[0, { count: described }]]), [])).toEqual([]);
+  });
+
   it("counts a field it does not know as state, so that nothing is dropped unseen", () => {
     const restored = new Map([
       [0, { future: { keyGroupState: { 3: Buffer.from("x") } } as OperatorSnapshot }],

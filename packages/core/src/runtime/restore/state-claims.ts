@@ -187,17 +187,21 @@ function describe(state: NonRestoredOperatorState): string {
 function kindsOf(snapshot: OperatorSnapshot): Set<OperatorStateKind> {
   const kinds = new Set<OperatorStateKind>();
   for (const [field, value] of Object.entries(snapshot)) {
+    // Scalars beside the state describe it (how keyed state is scoped, say): they are not state.
+    if (typeof value !== "object" || !hasContent(value)) continue;
     if (field === "operatorState") {
       for (const [name, state] of Object.entries(snapshot.operatorState ?? {})) {
-        if (state.elements.length === 0) continue;
-        kinds.add(name === TRANSACTION_STATE_NAME ? "sink transactions" : "operator state");
+        if (state.elements.length > 0) {
+          kinds.add(name === TRANSACTION_STATE_NAME ? "sink transactions" : "operator state");
+        }
       }
-    } else if (hasContent(value)) {
-      if (field === "splits") kinds.add("source positions");
-      else if (field === "keyed" || field === "eventTimers" || field === "processingTimers")
-        kinds.add("keyed state");
+    } else if (field === "splits") {
+      kinds.add("source positions");
+    } else if (field === "keyed" || field === "eventTimers" || field === "processingTimers") {
+      kinds.add("keyed state");
+    } else {
       // A field this version does not know is state all the same: never dropped unseen.
-      else kinds.add("operator state");
+      kinds.add("operator state");
     }
   }
   return kinds;
