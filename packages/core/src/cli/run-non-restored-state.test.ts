@@ -19,7 +19,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-// A running count per key; the count's uid and the parallelism come from the environment.
+// A running count per key (KEYED=1; otherwise a stateless map: threads run one subtask each, and
+// keyBy there needs an exchange between them); uids and the parallelism come from the environment.
 const JOB = `import { FileSink, GeneratorSource, Job, createConsoleLogger, filesystem } from ${JSON.stringify(core)};
 class RunningCount {
   open(context) { this.count = context.getState({ name: "count" }); }
@@ -38,11 +39,14 @@ export function createJob(launch) {
     logger: createConsoleLogger({ level: "warn" }),
     ...launch,
   });
-  job
-    .fromSource(new GeneratorSource({ count: ${COUNT}, splits: 4, generate: (index) => ({ index, key: "key-" + (index % 5) }) }), { uid: "readings" })
-    .keyBy((reading) => reading.key)
-    .process(() => new RunningCount(), { uid: process.env.COUNT_UID })
-    .sinkTo(() => new FileSink({ directory: "output" }), { uid: "out" });
+  const readings = job.fromSource(
+    new GeneratorSource({ count: ${COUNT}, splits: 4, generate: (index) => ({ index, key: "key-" + (index % 5) }) }),
+    { uid: "readings" },
+  );
+  const counted = process.env.KEYED === "1"
+    ? readings.keyBy((reading) => reading.key).process(() => new RunningCount(), { uid: process.env.COUNT_UID })
+    : readings.map((reading) => ({ ...reading, count: 0 }), { uid: process.env.COUNT_UID });
+  counted.sinkTo(() => new FileSink({ directory: "output" }), { uid: process.env.SINK_UID });
   return job;
 }
 `;
@@ -56,7 +60,7 @@ async function workFolder(): Promise<string> {
 
 function run(
   cwd: string,
-  env: { PARALLELISM: string; COUNT_UID: string },
+  env: { PARALLELISM: string; KEYED: "0" | "1"; COUNT_UID: string; SINK_UID: string },
   args: string[] = [],
 ): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, [cli, "run", "job.mjs", ...args], {
@@ -80,18 +84,18 @@ async function expectAllOnce(cwd: string): Promise<void> {
 describe("onceflow run --allow-non-restored-state", () => {
   it("refuses a restart with a renamed uid, and runs with the flag, warning what it drops", async () => {
     const cwd = await workFolder();
-    const first = await run(cwd, { PARALLELISM: "1", COUNT_UID: "count" });
+    const first = await run(cwd, { PARALLELISM: "1", KEYED: "1", COUNT_UID: "count", SINK_UID: "out" });
     expect(first, first.output).toMatchObject({ code: 0 });
     await expectAllOnce(cwd);
 
-    const refused = await run(cwd, { PARALLELISM: "1", COUNT_UID: "count-v2" });
+    const refused = await run(cwd, { PARALLELISM: "1", KEYED: "1", COUNT_UID: "count-v2", SINK_UID: "out" });
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(
       /error \[NON_RESTORED_STATE\]: job 'claims-cli': checkpoint \d+ holds state that no operator of the job claims: operator 'count' \(keyed state; subtask 0\)/,
     );
     expect(refused.output).toContain("--allow-non-restored-state");
 
-    const allowed = await run(cwd, { PARALLELISM: "1", COUNT_UID: "count-v2" }, [
+    const allowed = await run(cwd, { PARALLELISM: "1", KEYED: "1", COUNT_UID: "count-v2", SINK_UID: "out" }, [
       "--allow-non-restored-state",
     ]);
     expect(allowed, allowed.output).toMatchObject({ code: 0 });
@@ -101,22 +105,25 @@ describe("onceflow run --allow-non-restored-state", () => {
     await expectAllOnce(cwd);
   }, 120_000);
 
-  it("does the same with --threads at another parallelism", async () => {
+  it("does the same with --threads at another parallelism, for a renamed sink", async () => {
     const cwd = await workFolder();
-    const first = await run(cwd, { PARALLELISM: "1", COUNT_UID: "count" });
+    const uids = { KEYED: "0", COUNT_UID: "numbered" } as const;
+    const first = await run(cwd, { PARALLELISM: "1", ...uids, SINK_UID: "out" });
     expect(first, first.output).toMatchObject({ code: 0 });
 
-    const refused = await run(cwd, { PARALLELISM: "2", COUNT_UID: "count-v2" }, ["--threads"]);
+    const refused = await run(cwd, { PARALLELISM: "2", ...uids, SINK_UID: "out-v2" }, ["--threads"]);
     expect(refused.code).toBe(1);
-    expect(refused.output).toMatch(/error \[NON_RESTORED_STATE\]: .*operator 'count' \(keyed state/);
+    expect(refused.output).toMatch(
+      /error \[NON_RESTORED_STATE\]: .*operator 'out' \(sink transactions: 1 pending/,
+    );
 
-    const allowed = await run(cwd, { PARALLELISM: "2", COUNT_UID: "count-v2" }, [
+    const allowed = await run(cwd, { PARALLELISM: "2", ...uids, SINK_UID: "out-v2" }, [
       "--threads",
       "--allow-non-restored-state",
     ]);
     expect(allowed, allowed.output).toMatchObject({ code: 0 });
     expect(allowed.output).toMatch(
-      /WARN allowNonRestoredState: dropping state .*operator 'count' \(keyed state/,
+      /WARN allowNonRestoredState: dropping state .*operator 'out' \(sink transactions: .*pending ones are not committed by this job/,
     );
     await expectAllOnce(cwd);
   }, 120_000);

@@ -23,6 +23,8 @@ interface Shape {
   readonly uids?: Partial<typeof UIDS>;
   readonly allowNonRestoredState?: boolean;
   readonly logger?: Logger;
+  /** Without `keyBy` (a stateless `map` where the count was): a job each process can run alone. */
+  readonly unkeyed?: boolean;
 }
 
 function buildJob(storage: MemoryCheckpointStorage, output: CollectedOutput<Counted>, shape: Shape): Job {
@@ -40,19 +42,19 @@ function buildJob(storage: MemoryCheckpointStorage, output: CollectedOutput<Coun
     restartStrategy: { type: "fixed-delay", attempts: 3, delay: 10 },
   };
   const job = new Job(options);
-  job
-    .fromSource(
-      new GeneratorSource<Reading>({
-        count: RECORDS,
-        splits: 6,
-        generate: (index) => ({ index, key: `key-${index % KEYS}` }),
-        recordsPerSecond: 6_000,
-      }),
-      { uid: uids.source },
-    )
-    .keyBy((reading) => reading.key)
-    .process(() => new RunningCount(), { uid: uids.count })
-    .sinkTo(output.sinkFactory(), { uid: uids.sink });
+  const readings = job.fromSource(
+    new GeneratorSource<Reading>({
+      count: RECORDS,
+      splits: 6,
+      generate: (index) => ({ index, key: `key-${index % KEYS}` }),
+      recordsPerSecond: 6_000,
+    }),
+    { uid: uids.source },
+  );
+  const counted = shape.unkeyed
+    ? readings.map((reading): Counted => ({ ...reading, count: 0 }), { uid: uids.count })
+    : readings.keyBy((reading) => reading.key).process(() => new RunningCount(), { uid: uids.count });
+  counted.sinkTo(output.sinkFactory(), { uid: uids.sink });
   return job;
 }
 
@@ -173,31 +175,32 @@ describe("restoring state that no operator claims", () => {
   it("refuses in every process of a one-process-per-subtask deployment", async () => {
     const storage = new MemoryCheckpointStorage();
     const output = new CollectedOutput<Counted>();
-    await runAndStop(storage, output, [
-      { parallelism: 2, subtaskIndex: 0 },
-      { parallelism: 2, subtaskIndex: 1 },
-    ]);
-    const renamed = { count: "count-v2" };
+    const perProcess = (subtaskIndex: number): Shape => ({ parallelism: 2, subtaskIndex, unkeyed: true });
+    await runAndStop(storage, output, [perProcess(0), perProcess(1)]);
+    const renamed = { sink: "out-v2" };
     for (const subtaskIndex of [0, 1]) {
       const refused = await refusal(
-        buildJob(storage, output, { parallelism: 2, subtaskIndex, uids: renamed }).execute(),
+        buildJob(storage, output, { ...perProcess(subtaskIndex), uids: renamed }).execute(),
       );
-      expect(refused.operators).toMatchObject([{ uid: "count", subtasks: [subtaskIndex] }]);
+      expect(refused.operators).toMatchObject([
+        { uid: "out", kinds: ["sink transactions"], subtasks: [subtaskIndex] },
+      ]);
     }
     const loggers = [createMemoryLogger(), createMemoryLogger()];
     await Promise.all(
       [0, 1].map((subtaskIndex) =>
         buildJob(storage, output, {
-          parallelism: 2,
-          subtaskIndex,
+          ...perProcess(subtaskIndex),
           uids: renamed,
           allowNonRestoredState: true,
           logger: loggers[subtaskIndex]!,
         }).execute(),
       ),
     );
-    for (const logger of loggers)
-      expect(warningsOf(logger)).toEqual([expect.stringContaining("operator 'count' (keyed state")]);
+    for (const logger of loggers) {
+      expect(warningsOf(logger)).toEqual([expect.stringContaining("operator 'out' (sink transactions:")]);
+    }
+    // The source positions were restored and the stopped run had committed its transactions.
     expectExactlyOnce(output.committed);
   });
 
