@@ -57,7 +57,11 @@ export type { Dashboard, DashboardOptions } from "./dashboard/serve-dashboard.js
 export { serveDashboard } from "./dashboard/serve-dashboard.js";
 // Errors, logging, metrics
 export { formatError } from "./errors/format-error.js";
-export type { ErrorDetails } from "./errors/onceflow-error.js";
+export type {
+  ErrorDetails,
+  NonRestoredOperatorState,
+  OperatorStateKind,
+} from "./errors/onceflow-error.js";
 export {
   asOnceflowError,
   CheckpointError,
@@ -65,6 +69,7 @@ export {
   DeserializationError,
   ErrorCode,
   isOnceflowError,
+  NonRestoredStateError,
   ONCEFLOW_ERROR_BRAND,
   OnceflowError,
   RecoveryError,

@@ -18,6 +18,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -51,6 +52,13 @@ export interface JobOptions {
   readonly checkpointing?: CheckpointingOptions | false;
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
+  /**
+   * Restore even when the checkpoint holds state that no operator of this job claims (an operator
+   * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
+   * for a two-phase-commit sink, its pending transactions are then not committed by this job.
+   * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
+   */
+  readonly allowNonRestoredState?: boolean;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
    * attempt: a restart after a failure always goes on from the latest checkpoint.
@@ -102,6 +110,7 @@ const PERMANENT_CODES = new Set([
   "CHECKPOINT_NOT_FOUND",
   "RECORD_REJECTED",
   "SUPERSEDED",
+  "NON_RESTORED_STATE",
 ]);
 
 /**
@@ -464,15 +473,38 @@ export class Job {
         operatorsOf: () => undefined,
       };
     }
-    return planRestore({
+    const plan = await planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
+      claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
       setting,
       sources,
     });
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      ...this.stateClaims(),
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+    });
+    return plan;
+  }
+
+  /** What the state claims on restore are checked against: the job's uids and its option. */
+  private stateClaims(): {
+    jobId: string;
+    claimedUids: string[];
+    allowNonRestoredState: boolean;
+    logger: Logger;
+  } {
+    return {
+      jobId: this.jobId,
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    };
   }
 
   private async createSubtask(
