@@ -1,6 +1,11 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
-import { PostgresConfigurationError, type PostgresSink } from "@onceflow/connector-postgres";
+import {
+  PostgresConfigurationError,
+  type PostgresSink,
+  PostgresSink as SinkOfThisProcess,
+} from "@onceflow/connector-postgres";
+import { GeneratorSource, Job, MemoryCheckpointStorage } from "@onceflow/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlTables } from "../src/sink/control-tables.js";
@@ -82,6 +87,34 @@ describe("PostgresSink after a reset of the checkpoint storage", () => {
     await fresh.close();
     expect(await rowsBetween(base + 1, base + 3)).toEqual(ids);
     expect(fresh.logger.entries.filter((entry) => /kept the prepared/.test(entry.message))).toEqual([]);
+  });
+});
+
+describe("a job on a new checkpoint storage", () => {
+  it("rolls back what its run on the storage before left prepared, and writes its rows", async () => {
+    const sinkId = uniqueName("eh_job");
+    // The run before: its storage had handed out 40 incarnations; checkpoint 3 stays prepared.
+    const old = new SinkDriver(new (await sinkOfProcess(`${sinkId}-old`))<number>(options(sinkId)), {
+      jobId: "reset-job",
+      incarnation: 40,
+      incarnationSeries: { series: "the storage before" },
+    });
+    await old.start();
+    await old.write(121, 122, 123);
+    await old.snapshot(3);
+    expect(await preparedGids(url, sinkId)).toHaveLength(1);
+    // The job starts on a new storage (its incarnations start at 1); a lock left would fail it.
+    const job = new Job({
+      jobId: "reset-job",
+      checkpointing: { interval: 100, storage: new MemoryCheckpointStorage() },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 3, generate: (index) => 121 + index }), { uid: "in" })
+      .sinkTo(() => new SinkOfThisProcess<number>(options(sinkId)), { uid: "out" });
+    await job.execute();
+    expect(await preparedGids(url, sinkId)).toEqual([]);
+    expect(await rowsBetween(121, 123)).toEqual([121, 122, 123]);
   });
 });
 
