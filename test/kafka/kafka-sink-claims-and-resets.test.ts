@@ -1,6 +1,12 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
-import { KafkaPrefixClaimedError, type KafkaSink, listKafkaTransactions } from "@onceflow/connector-kafka";
+import {
+  KafkaPrefixClaimedError,
+  type KafkaSink,
+  listKafkaTransactions,
+  KafkaSink as SinkOfThisProcess,
+} from "@onceflow/connector-kafka";
+import { GeneratorSource, Job, MemoryCheckpointStorage } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { SinkDriver } from "./helpers/drive-sink.js";
 import { createTopic, kafkaBrokers, readAll, uniqueName, writeInTransaction } from "./helpers/kafka.js";
@@ -59,6 +65,38 @@ describe("KafkaSink after a reset of the checkpoint storage", { timeout: 120_000
     // The aborted transaction no longer holds the last stable offset.
     expect((await readAll(topic, { expected: 1 })).map((record) => String(record.value))).toEqual([
       "new-run",
+    ]);
+  });
+
+  it("a job on a new checkpoint storage fences what its run on the storage before left open", async () => {
+    const topic = await createTopic(uniqueName("job-reset"), 1);
+    const prefix = uniqueName("job-reset");
+    const old = `${prefix}-0-40-0`;
+    await writeInTransaction(old, topic, "old-run", "leave-open");
+    const job = new Job({
+      jobId: uniqueName("reset-job"),
+      checkpointing: { interval: 100, storage: new MemoryCheckpointStorage() },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 3, generate: (index) => `new-${index}` }), { uid: "in" })
+      .sinkTo(
+        () =>
+          new SinkOfThisProcess<string>({
+            brokers: kafkaBrokers(),
+            topic,
+            deliveryGuarantee: "exactly-once",
+            transactionalIdPrefix: prefix,
+            transactionTimeout: 60_000,
+          }),
+        { uid: "out" },
+      );
+    await job.execute();
+    expect(await stateOf(old)).not.toBe("Ongoing");
+    expect((await readAll(topic, { expected: 3 })).map((record) => String(record.value)).sort()).toEqual([
+      "new-0",
+      "new-1",
+      "new-2",
     ]);
   });
 
