@@ -7,6 +7,7 @@ export type {
   CheckpointListener,
   FunctionInitializationContext,
   FunctionSnapshotContext,
+  IncarnationSeriesContext,
   RuntimeContext,
 } from "./api/checkpointed-function.js";
 export { isCheckpointedFunction, isCheckpointListener } from "./api/checkpointed-function.js";
@@ -32,6 +33,7 @@ export type {
   CheckpointStorage,
   ClaimIncarnationOptions,
   CompletedCheckpoint,
+  IncarnationSeries,
   SubtaskStateEntry,
 } from "./checkpoint/checkpoint-storage.js";
 export type { CheckpointingOptions } from "./checkpoint/checkpointing-options.js";

@@ -1,4 +1,5 @@
 import { deserialize } from "node:v8";
+import type { IncarnationSeriesContext } from "../api/checkpointed-function.js";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
@@ -335,6 +336,7 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
+    const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
     // failover after a savepoint restore), never back to the named one.
@@ -377,7 +379,7 @@ export class Job {
       // that did start are closed by shutdown() when another one fails.
       const created = await Promise.allSettled(
         this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan),
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, incarnationSeries),
         ),
       );
       for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
@@ -455,6 +457,13 @@ export class Job {
     for (const subtask of subtasks) await subtask.close(failed, stored);
   }
 
+  /** The series the attempt's incarnation is numbered in, for connectors that keep incarnations outside the storage. */
+  private async incarnationSeriesOf(storage: CheckpointStorage): Promise<IncarnationSeriesContext> {
+    const { series } = await storage.describeIncarnations(this.jobId);
+    const jobId = this.jobId;
+    return { series, newestIncarnation: async () => (await storage.describeIncarnations(jobId)).newest };
+  }
+
   private async planRestore(
     scope: string,
     incarnation: number,
@@ -512,6 +521,7 @@ export class Job {
     attemptNumber: number,
     incarnation: number,
     plan: RestorePlan,
+    incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
     const context = {
       subtaskIndex,
@@ -526,6 +536,7 @@ export class Job {
       parallelism: this.parallelism,
       attemptNumber,
       incarnation,
+      ...(incarnationSeries === undefined ? {} : { incarnationSeries }),
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
