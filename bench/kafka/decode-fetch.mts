@@ -1,7 +1,7 @@
 /**
  * Micro benchmark: the cost of decoding Fetch v11 responses into onceflow's `RawRecord`s, before
  * (kafkajs's record batch decoder, then the filtering and conversion onceflow did) and after (the
- * lean decoder of `internal/kafkajs/fetch-response.ts`), side by side in one run, alternating.
+ * lean decoder of `protocol/fetch-response.ts`), side by side in one run, alternating.
  *
  *   node --expose-gc --import tsx bench/kafka/decode-fetch.mts [--records 1000000] [--rounds 5] [--headers 0]
  *     [--value-bytes 100]
@@ -14,7 +14,7 @@
 import { createRequire } from "node:module";
 import { PerformanceObserver, performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { crc32c } from "../../packages/connector-kafka/src/internal/kafkajs/crc32c.js";
+import { crc32c } from "../../packages/connector-kafka/src/protocol/crc32c.js";
 import {
   type DecodedMessage,
   decodeFetchV11,
@@ -22,12 +22,9 @@ import {
   fetchedPartitions,
   partitionKey,
   recordsFromKafkajs,
-} from "../../packages/connector-kafka/src/internal/kafkajs/fetch-response.js";
-import {
-  type RawRecord,
-  viewsOf,
-} from "../../packages/connector-kafka/src/internal/kafkajs/record-batch-decoder.js";
-import { encodeRecordBatch } from "../../packages/connector-kafka/src/internal/kafkajs/record-batch-encoder.js";
+} from "../../packages/connector-kafka/src/protocol/fetch-response.js";
+import { type RawRecord, viewsOf } from "../../packages/connector-kafka/src/protocol/record-batch-decoder.js";
+import { encodeRecordBatch } from "../../packages/connector-kafka/src/protocol/record-batch-encoder.js";
 
 const { values: args } = parseArgs({
   options: {

@@ -2,12 +2,13 @@ export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
+export { KafkaPrefixClaimedError } from "./errors/prefix-claimed-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
-export type { KafkaTransaction } from "./sink/kafka-sink.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type { KafkaTransaction } from "./sink/kafka-transaction.js";
 export type { Serializer } from "./sink/serializer.js";
 export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";

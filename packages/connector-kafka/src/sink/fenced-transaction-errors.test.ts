@@ -1,7 +1,7 @@
 import { TransactionError } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
 import { fencedRecoveryError, fencedWriteError } from "./fenced-transaction-errors.js";
-import type { KafkaTransaction } from "./kafka-sink.js";
+import type { KafkaTransaction } from "./kafka-transaction.js";
 
 // kafkajs's errors carry Kafka's error name as `type`, also when wrapped (`originalError`, `cause`).
 const fenced = Object.assign(new Error("There is a newer producer with the same transactionalId"), {

@@ -1,6 +1,6 @@
 import { TransactionError } from "@onceflow/core";
 import { kafkaErrorType } from "../internal/kafkajs/internals.js";
-import type { KafkaTransaction } from "./kafka-sink.js";
+import type { KafkaTransaction } from "./kafka-transaction.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
 
 /** What explaining a fenced transaction needs to know of the sink. */

@@ -23,38 +23,12 @@ import {
   fencedWriteError,
 } from "./fenced-transaction-errors.js";
 import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
-import { findLingeringTransactionalIds } from "./lingering-transactions.js";
-import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
+import type { KafkaTransaction } from "./kafka-transaction.js";
+import { findLingeringTransactionalIds, newestIncarnationOf } from "./lingering-transactions.js";
+import { checkPrefixClaims, claimPrefix, prefixClaimId, releasePrefixClaim } from "./prefix-claims.js";
 import { defaultValueSerializer, type Serializer } from "./serializer.js";
 import { checkTransactionTimeout } from "./transaction-timeout-check.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
-
-/**
- * The handle of one checkpoint's output, as stored in the checkpoint. For exactly-once it carries
- * what another process needs to commit it: transactional id, producer id and epoch. A transaction
- * that received no record has no transactional id (`empty`): nothing was begun at the broker.
- *
- * @example
- * ```ts
- * const pending: KafkaTransaction = { guarantee: "exactly-once", checkpointId: 7, records: 120,
- *   transactionalId: "orders-out-0-12-2", producerId: "4001", producerEpoch: 12, startedAt: Date.now(),
- *   poolSize: 5 };
- * ```
- */
-export interface KafkaTransaction {
-  readonly guarantee: DeliveryGuarantee;
-  /** The checkpoint that pre-committed it (0 while open). */
-  checkpointId: number;
-  /** Records written into it. */
-  records: number;
-  transactionalId?: string;
-  producerId?: string;
-  producerEpoch?: number;
-  /** When the broker's transaction began (its first record), ms since the epoch. */
-  startedAt?: number;
-  /** The pool size when it was written, to find every id to fence after the pool shrank. */
-  poolSize: number;
-}
 
 const DEFAULT_TRANSACTION_TIMEOUT = 900_000;
 const DEFAULT_POOL_SIZE = 5;
@@ -350,6 +324,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
               recovered: attempt.recovered,
               knownIncarnations: attempt.restoredIncarnations,
               poolSize: Math.max(attempt.restoredPoolSize, this.poolSize),
+              ...newestIncarnationOf(context),
             },
             this.logger,
           )),
@@ -357,8 +332,14 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       ]);
       if (checked.status === "rejected") throw checked.reason;
       if (searched.status === "rejected") throw searched.reason;
-      const { connection, ids, listed } = searched.value;
-      await forEachLimited(ids, FENCE_CONCURRENCY, (id) => connection.fence(id, this.timeoutMs));
+      const { connection, ids, listed, claimedBy } = searched.value;
+      // Another job's sink on this prefix: refused before anything of it is fenced.
+      checkPrefixClaims(this.prefix, context.jobId, claimedBy);
+      // Subtask 0 (re)writes the job's claim of the prefix, which other jobs' starts see.
+      const claim = context.subtaskIndex === 0 ? [prefixClaimId(this.prefix, context.jobId)] : [];
+      await forEachLimited([...ids, ...claim], FENCE_CONCURRENCY, (id) =>
+        connection.fence(id, this.timeoutMs),
+      );
       this.logger.info(
         {
           fenced: ids.length,

@@ -7,7 +7,7 @@ import {
 } from "@onceflow/core";
 import type { Kafka, Message } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { NO_HEADERS, type RawRecord, rawRecordOf } from "../internal/kafkajs/record-batch-decoder.js";
+import { NO_HEADERS, type RawRecord, rawRecordOf } from "../protocol/record-batch-decoder.js";
 import {
   type DeserializationContext,
   type Deserializer,

@@ -1,4 +1,5 @@
 import { deserialize } from "node:v8";
+import type { IncarnationSeriesContext } from "../api/checkpointed-function.js";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
@@ -19,6 +20,7 @@ import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { describeStartRequest } from "./restore/start-request.js";
+import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -52,6 +54,13 @@ export interface JobOptions {
   readonly checkpointing?: CheckpointingOptions | false;
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
+  /**
+   * Restore even when the checkpoint holds state that no operator of this job claims (an operator
+   * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
+   * for a two-phase-commit sink, its pending transactions are then not committed by this job.
+   * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
+   */
+  readonly allowNonRestoredState?: boolean;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
    * attempt that gets as far as its restore: a restart after a failure goes on from the latest
@@ -107,6 +116,7 @@ const PERMANENT_CODES = new Set([
   "CHECKPOINT_NOT_FOUND",
   "RECORD_REJECTED",
   "SUPERSEDED",
+  "NON_RESTORED_STATE",
 ]);
 
 /**
@@ -332,6 +342,7 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
+    const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
     // failover after a savepoint restore), never back to the named one — unless no attempt got as far
@@ -379,7 +390,7 @@ export class Job {
       // that did start are closed by shutdown() when another one fails.
       const created = await Promise.allSettled(
         this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan),
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, incarnationSeries),
         ),
       );
       for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
@@ -477,6 +488,13 @@ export class Job {
     for (const subtask of subtasks) await subtask.close(failed, stored);
   }
 
+  /** The series the attempt's incarnation is numbered in, for connectors that keep incarnations outside the storage. */
+  private async incarnationSeriesOf(storage: CheckpointStorage): Promise<IncarnationSeriesContext> {
+    const { series } = await storage.describeIncarnations(this.jobId);
+    const jobId = this.jobId;
+    return { series, newestIncarnation: async () => (await storage.describeIncarnations(jobId)).newest };
+  }
+
   private async planRestore(
     scope: string,
     incarnation: number,
@@ -495,15 +513,38 @@ export class Job {
         operatorsOf: () => undefined,
       };
     }
-    return planRestore({
+    const plan = await planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
+      claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
       setting,
       sources,
     });
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      ...this.stateClaims(),
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+    });
+    return plan;
+  }
+
+  /** What the state claims on restore are checked against: the job's uids and its option. */
+  private stateClaims(): {
+    jobId: string;
+    claimedUids: string[];
+    allowNonRestoredState: boolean;
+    logger: Logger;
+  } {
+    return {
+      jobId: this.jobId,
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    };
   }
 
   private async createSubtask(
@@ -511,6 +552,7 @@ export class Job {
     attemptNumber: number,
     incarnation: number,
     plan: RestorePlan,
+    incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
     const context = {
       subtaskIndex,
@@ -525,6 +567,7 @@ export class Job {
       parallelism: this.parallelism,
       attemptNumber,
       incarnation,
+      ...(incarnationSeries === undefined ? {} : { incarnationSeries }),
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,

@@ -49,6 +49,11 @@ export interface SubtaskThreadsOptions {
    * per record (medians of three).
    */
   readonly resourceLimits?: ResourceLimits;
+  /**
+   * Hand `allowNonRestoredState: true` to every thread's `createJob(launch)`: state of the checkpoint
+   * that no operator claims is dropped with a warning instead of failing the restore.
+   */
+  readonly allowNonRestoredState?: boolean;
 }
 
 /**
@@ -113,7 +118,7 @@ const DEFAULT_STATUS_INTERVAL_MS = 500;
 /**
  * Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`).
  * 12 MiB until the Kafka sink stopped holding records across a round trip: since then the smaller
- * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md).
+ * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md, memory).
  */
 const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 48 };
 // A thread whose job ended but that a client's socket keeps alive is terminated after this long.
@@ -167,6 +172,7 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
         ...(options.restore === undefined ? {} : { restore: options.restore }),
         metrics: options.metrics === true,
         statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+        allowNonRestoredState: options.allowNonRestoredState === true,
       },
       resourceLimits,
     ),

@@ -43,6 +43,7 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
   }
   const built = await buildThreadJob(factory, {
     subtaskIndex: data.subtaskIndex,
+    ...(data.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
     ...(data.restore === undefined ? {} : { restore: data.restore }),
   });

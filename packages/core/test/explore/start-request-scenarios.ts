@@ -8,7 +8,7 @@ import {
   StartProcess,
 } from "./explore-commands.js";
 import type { WorldSettings } from "./explored-world.js";
-import type { Scenario } from "./issue-scenarios.js";
+import type { Scenario } from "./named-scenarios.js";
 
 const perSubtask = (parallelism: number): WorldSettings => ({
   deployment: "per-subtask",

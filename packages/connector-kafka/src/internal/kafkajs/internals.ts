@@ -14,18 +14,18 @@
  */
 import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
 import {
+  IdempotentProducer,
+  type IdempotentProducerOptions,
+  type ProduceCluster,
+  type TopicMessages,
+} from "../../producer/idempotent-producer.js";
+import {
   decodeFetchV11,
   type FetchedPartition,
   type FetchResponse,
   fetchedPartitions,
   partitionKey,
-} from "./fetch-response.js";
-import {
-  IdempotentProducer,
-  type IdempotentProducerOptions,
-  type ProduceCluster,
-  type TopicMessages,
-} from "./idempotent-producer.js";
+} from "../../protocol/fetch-response.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
 import { type KafkajsConnection, produceClusterOf, RETRY_DEFAULTS } from "./produce-cluster.js";
 import { type ResponseReadingConnection, readResponsesWhole } from "./whole-responses.js";
@@ -36,7 +36,7 @@ export {
   type FetchedPartition,
   ownHeaders,
   withoutAborted,
-} from "./fetch-response.js";
+} from "../../protocol/fetch-response.js";
 export {
   NO_HEADERS,
   offsetAfter,
@@ -44,7 +44,7 @@ export {
   type RawRecord,
   RecordColumns,
   viewsOf,
-} from "./record-batch-decoder.js";
+} from "../../protocol/record-batch-decoder.js";
 
 /** A request as kafkajs' protocol modules build it: encoder, decoder/parser and timeout. */
 interface ProtocolRequest {

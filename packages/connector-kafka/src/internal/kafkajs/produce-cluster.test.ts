@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
+import {
+  encodeProduceRequest,
+  PRODUCE_API_KEY,
+  PRODUCE_API_VERSION,
+} from "../../protocol/produce-request.js";
 import type { KafkajsConnection, ProduceClusterSource } from "./produce-cluster.js";
 import { produceClusterOf } from "./produce-cluster.js";
-import { encodeProduceRequest, PRODUCE_API_KEY, PRODUCE_API_VERSION } from "./produce-request.js";
 
 // The bridge's side of kafkajs's connection, played by a stand-in that answers every request it
 // is handed; the real broker's side is in test/idempotent-producer.test.ts and test/kafka.

@@ -4,9 +4,9 @@
  * errors. Loaded from kafkajs internals like the rest of this folder (kafkajs 2.2.4, pinned).
  */
 
-import type { ProduceCluster } from "./idempotent-producer.js";
+import type { ProduceCluster } from "../../producer/idempotent-producer.js";
+import { PRODUCE_API_KEY, PRODUCE_API_VERSION, setCorrelationId } from "../../protocol/produce-request.js";
 import { kafkajsModule } from "./kafkajs-loader.js";
-import { PRODUCE_API_KEY, PRODUCE_API_VERSION, setCorrelationId } from "./produce-request.js";
 
 /** kafkajs's retry defaults (`src/retry/defaults.js`): the cluster the connector makes has none of its own. */
 export const RETRY_DEFAULTS = { retries: 5, initialRetryTime: 300, maxRetryTime: 30_000, multiplier: 2 };

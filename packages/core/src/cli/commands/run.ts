@@ -44,6 +44,10 @@ export function addRunCommand(
     .option("--job-export <name>", "the export to run instead: a Job, or a function returning one")
     .option("--subtask <index>", "run only this subtask: a number, or from-hostname (the -<n> of HOSTNAME)")
     .option(
+      "--allow-non-restored-state",
+      "restore even when the checkpoint holds state no operator claims (a renamed or removed uid): that state is dropped, with a warning",
+    )
+    .option(
       "--threads",
       "run every subtask in its own worker thread of this process (uses one core per subtask)",
     )
@@ -86,11 +90,10 @@ export function addRunCommand(
             ? // The dashboard shows live metrics when prom-client is there, and goes on without them.
               await loadPrometheusMetrics(importPrometheus).catch(() => undefined)
             : undefined;
-      const job = await findJob(
-        exports,
-        flags.jobExport,
-        launchOptionsOf(flags.subtaskIndex, metrics, flags.restore),
-      );
+      const job = await findJob(exports, flags.jobExport, {
+        ...launchOptionsOf(flags.subtaskIndex, metrics, flags.restore),
+        ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
+      });
       const services = await startRunServices(job, flags, metrics, io);
       // SIGTERM/SIGINT stop the job with a final checkpoint (stop-with-savepoint), then exit 0.
       const stop = (): void => job.stop?.();

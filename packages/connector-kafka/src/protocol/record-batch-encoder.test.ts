@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { ownHeaders } from "../internal/kafkajs/internals.js";
 import { crc32c } from "./crc32c.js";
-import { ownHeaders } from "./internals.js";
 import { recordsOfBatch } from "./record-batch-decoder.js";
 import { type BatchRecord, encodeRecordBatch, RecordBatchBuilder } from "./record-batch-encoder.js";
 

@@ -11,8 +11,9 @@
  * Old message sets (magic 0 and 1) still go through kafkajs's decoder.
  */
 import { OnceflowError } from "@onceflow/core";
+import { decodeLegacyMessageSet, kafkajsCodecFor } from "../internal/kafkajs/legacy-message-set.js";
 import { crc32c } from "./crc32c.js";
-import { kafkajsModule } from "./kafkajs-loader.js";
+import type { RawOffset, RawRecord, RawRecordViews } from "./raw-record.js";
 import {
   ATTRIBUTES_OFFSET,
   BASE_OFFSET_OFFSET,
@@ -33,56 +34,6 @@ import {
   TRANSACTIONAL_FLAG,
 } from "./record-batch-layout.js";
 import { NO_HEADERS, RecordColumns } from "./record-columns.js";
-
-/** kafkajs's codec registry: gzip built in, the others registered by the user (`CompressionCodecs`). */
-const compression = kafkajsModule<{
-  lookupCodecByAttributes(attributes: number): { decompress(buffer: Buffer): Promise<Buffer> } | null;
-}>("kafkajs/src/protocol/message/compression");
-const KafkajsDecoder = kafkajsModule<new (buffer: Buffer) => unknown>("kafkajs/src/protocol/decoder");
-const decodeMessageSet = kafkajsModule<
-  (
-    decoder: unknown,
-    size: number,
-  ) => Promise<Array<{ offset: string; timestamp?: string; key: Buffer | null; value: Buffer | null }>>
->("kafkajs/src/protocol/messageSet/decoder");
-
-/**
- * A record's offset as a {@link RawRecord} holds it: a number when exact (from 0 to 2^53 - 1, every
- * offset in practice: no bigint to allocate per record), else a bigint. `String(offset)` is its
- * decimal form either way; compare it with a bigint directly, or see {@link offsetAfter}.
- */
-export type RawOffset = number | bigint;
-
-/**
- * A record as read from a partition, before deserialization. Its key and value are where they lie in
- * `data`, not Buffer views: records wait in the prefetch buffer, so two views per record outlived
- * young-generation GCs, and the built-in deserializers read the bytes in place anyway.
- * {@link viewsOf} makes the views where one is needed; {@link rawRecordOf} makes a record of views.
- * Every record has these fields in this order (one hidden class on the hot path).
- */
-export interface RawRecord {
-  offset: RawOffset;
-  timestamp: number;
-  /** The bytes the key and value lie in: the Fetch response, or a decompressed batch. */
-  data: Buffer;
-  keyStart: number;
-  /** -1 for a null key (as Kafka writes it). */
-  keyLength: number;
-  valueStart: number;
-  /** -1 for a null value. */
-  valueLength: number;
-  /** {@link NO_HEADERS} (shared, frozen) when the record has none. */
-  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
-}
-
-/** A {@link RawRecord} with its key and value as Buffers (or `null`), as kafkajs's decoders give them. */
-export interface RawRecordViews {
-  offset: RawOffset;
-  timestamp: number;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: RawRecord["headers"];
-}
 
 /** An aborted transaction as a Fetch response lists it: the producer and its first offset. */
 export interface AbortedTransaction {
@@ -112,6 +63,7 @@ export interface DecodedRecordSet {
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TWO_POW_32 = 4294967296;
 
+export type { RawOffset, RawRecord, RawRecordViews } from "./raw-record.js";
 export { NO_HEADERS, RecordColumns } from "./record-columns.js";
 
 const EMPTY = Buffer.alloc(0);
@@ -268,7 +220,7 @@ export async function decodeRecordSet(set: Buffer, context: RecordSetContext): P
     let stop = batchEnd;
     if ((attributes & COMPRESSION_MASK) !== 0) {
       // kafkajs's registry; a codec it lacks throws its KafkaJSNotImplemented, as kafkajs did.
-      const codec = compression().lookupCodecByAttributes(attributes);
+      const codec = kafkajsCodecFor(attributes);
       if (codec !== null) {
         data = await codec.decompress(set.subarray(start, stop));
         start = 0;
@@ -580,7 +532,7 @@ class AbortedFilter {
 
 /** An old message set entry (magic 0 or 1) through kafkajs's decoder; no headers, no transactions. */
 async function decodeLegacyEntry(entry: Buffer, fetchOffset: bigint, out: RecordColumns): Promise<void> {
-  const messages = await decodeMessageSet()(new (KafkajsDecoder())(entry), entry.length);
+  const messages = await decodeLegacyMessageSet(entry);
   for (const message of messages) {
     const offset = BigInt(message.offset);
     if (offset < fetchOffset) continue;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { encodeRecordBatch, RecordBatchBuilder } from "../protocol/record-batch-encoder.js";
 import { BufferPool } from "./buffer-pool.js";
-import { encodeRecordBatch, RecordBatchBuilder } from "./record-batch-encoder.js";
 
 describe("BufferPool", () => {
   it("hands out power-of-two classes of at least 64 KiB and reuses what was given back", () => {

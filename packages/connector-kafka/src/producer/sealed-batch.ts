@@ -10,10 +10,10 @@
  * The halves are transactional when the refused batch was.
  */
 
-import type { ProducerMessage } from "./idempotent-producer.js";
-import { type EncodedRecord, recordsOfBatch } from "./record-batch-decoder.js";
-import { type BatchProducer, RecordBatchBuilder } from "./record-batch-encoder.js";
-import { ATTRIBUTES_OFFSET, TRANSACTIONAL_FLAG } from "./record-batch-layout.js";
+import { type EncodedRecord, recordsOfBatch } from "../protocol/record-batch-decoder.js";
+import { type BatchProducer, RecordBatchBuilder } from "../protocol/record-batch-encoder.js";
+import { ATTRIBUTES_OFFSET, TRANSACTIONAL_FLAG } from "../protocol/record-batch-layout.js";
+import type { ProducerMessage } from "./producer-message.js";
 
 /**
  * A batch waiting for its acknowledgement: its bytes only. The records it was encoded from are not

@@ -9,7 +9,7 @@
  * recycled when their records are all handed out ({@link RecordColumns.release}): they are
  * internal, no record points into them.
  */
-import type { RawOffset, RawRecord } from "./record-batch-decoder.js";
+import type { RawOffset, RawRecord } from "./raw-record.js";
 
 type Headers = RawRecord["headers"];
 

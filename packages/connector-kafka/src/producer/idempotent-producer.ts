@@ -28,20 +28,14 @@
  * leader takes the lingering batches of its other free partitions along (Kafka's drain).
  */
 
+import { decodeProduceResponse, encodeProduceRequest } from "../protocol/produce-request.js";
+import { RecordBatchBuilder } from "../protocol/record-batch-encoder.js";
+import { RECORD_BATCH_HEADER_BYTES } from "../protocol/record-batch-layout.js";
 import { BufferPool } from "./buffer-pool.js";
-import { decodeProduceResponse, encodeProduceRequest } from "./produce-request.js";
-import { RecordBatchBuilder } from "./record-batch-encoder.js";
-import { RECORD_BATCH_HEADER_BYTES } from "./record-batch-layout.js";
+import type { ProducerMessage } from "./producer-message.js";
 import { messagesOfBatch, nextSequence, type SealedBatch, splitInHalves } from "./sealed-batch.js";
 
-/** A record to produce: kafkajs's `Message`. */
-export interface ProducerMessage {
-  readonly key?: Buffer | string | null;
-  readonly value: Buffer | string | null;
-  readonly partition?: number;
-  readonly headers?: Readonly<Record<string, Buffer | string | Array<Buffer | string> | undefined>>;
-  readonly timestamp?: string;
-}
+export type { ProducerMessage } from "./producer-message.js";
 
 /** Records for one topic. */
 export interface TopicMessages {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { recordsOfBatch } from "./record-batch-decoder.js";
-import { type BatchRecord, encodeRecordBatch } from "./record-batch-encoder.js";
+import { recordsOfBatch } from "../protocol/record-batch-decoder.js";
+import { type BatchRecord, encodeRecordBatch } from "../protocol/record-batch-encoder.js";
 import {
   ATTRIBUTES_OFFSET,
   BASE_SEQUENCE_OFFSET,
@@ -9,7 +9,7 @@ import {
   PRODUCER_EPOCH_OFFSET,
   PRODUCER_ID_OFFSET,
   TRANSACTIONAL_FLAG,
-} from "./record-batch-layout.js";
+} from "../protocol/record-batch-layout.js";
 import { messagesOfBatch, nextSequence, type SealedBatch, splitInHalves } from "./sealed-batch.js";
 
 const producer = { producerId: 4001n, producerEpoch: 7 };
