@@ -4,6 +4,7 @@ export type { KafkaCompressionDetails } from "./errors/kafka-compression-error.j
 export { KafkaCompressionError } from "./errors/kafka-compression-error.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
+export { KafkaPrefixClaimedError } from "./errors/prefix-claimed-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";

@@ -8,8 +8,8 @@ import { SinkDriver } from "./helpers/sink-driver.js";
 
 /**
  * Prepared mode against older attempts of the same sink: the epoch in every gid, and the epoch
- * fence around PREPARE TRANSACTION and COMMIT PREPARED (issue 9, item 3 and "fences zombies only
- * partly").
+ * fence around PREPARE TRANSACTION and COMMIT PREPARED: a zombie attempt is fenced off whole, not only
+ * at some of its steps.
  */
 
 interface Event {
@@ -149,7 +149,12 @@ describe("PostgresSink prepared mode: attempts are told apart by their epoch", (
       // What a newer process of the sink does first at its start.
       const control = new ControlTables("public", "onceflow_sink_markers", "onceflow_sink_epochs");
       const bumping = control
-        .bumpEpoch(newer, sinkId, 0, 10_000, 2)
+        .bumpEpoch(newer, sinkId, 0, 10_000, {
+          jobId: "test-job",
+          incarnation: 2,
+          series: undefined,
+          newestIncarnation: undefined,
+        })
         .then(async () => preparedGids(url, sinkId));
       await new Promise((resolve) => setTimeout(resolve, 300));
       await blocker.query("ROLLBACK");

@@ -1,4 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
  * The flags of `onceflow run` as commander hands them over (strings, unparsed).
@@ -12,6 +13,7 @@ export interface RawRunFlags {
   readonly jobExport?: string;
   readonly subtask?: string;
   readonly threads?: boolean;
+  readonly allowNonRestoredState?: boolean;
   readonly threadMaxYoungGeneration?: string;
   readonly threadMaxOldGeneration?: string;
   readonly metricsPort?: string;
@@ -19,6 +21,7 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
+  readonly restore?: string;
 }
 
 /**
@@ -34,6 +37,8 @@ export interface RunFlags {
   readonly subtaskIndex: number | undefined;
   /** `--threads`: every subtask in a worker thread of this process. */
   readonly threads: boolean;
+  /** `--allow-non-restored-state`: drop checkpointed state that no operator claims, with a warning. */
+  readonly allowNonRestoredState: boolean;
   /** `--thread-max-young-generation` / `--thread-max-old-generation`: each thread's heap limits, MiB. */
   readonly threadResourceLimits: {
     readonly maxYoungGenerationSizeMb?: number;
@@ -44,6 +49,8 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
+  /** `--restore`: where the job starts (the job's `restore` option), applied once. */
+  readonly restore: RestoreSetting | undefined;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -90,6 +97,7 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
     jobExport: raw.jobExport,
     subtaskIndex: raw.subtask === undefined ? undefined : parseSubtask(raw.subtask, env),
     threads: raw.threads === true,
+    allowNonRestoredState: raw.allowNonRestoredState === true,
     threadResourceLimits: {
       ...(young === undefined
         ? {}
@@ -106,6 +114,22 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+    restore: raw.restore === undefined ? undefined : parseRestore(raw.restore),
+  };
+}
+
+/**
+ * `--restore`: `latest`, `none`, or a checkpoint id (a whole number ≥ 1).
+ *
+ * @example
+ * ```ts
+ * parseRestore("42"); // { checkpointId: 42 }
+ * ```
+ */
+export function parseRestore(value: string): RestoreSetting {
+  if (value === "latest" || value === "none") return value;
+  return {
+    checkpointId: parseWhole("--restore", value, 1, "latest, none or a checkpoint id (a whole number ≥ 1)"),
   };
 }
 

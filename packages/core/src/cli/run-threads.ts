@@ -28,9 +28,11 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
   const threads = await runSubtasksInThreads({
     module: pathToFileURL(modulePath),
     ...(flags.jobExport === undefined ? {} : { exportName: flags.jobExport }),
+    ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     metrics: promClient !== undefined,
     handleSignals: true,
     resourceLimits: flags.threadResourceLimits,
+    ...(flags.restore === undefined ? {} : { restore: flags.restore }),
   });
   io.stdout(
     `running ${threads.parallelism} subtask(s) of ${threads.jobId} in threads ${threads.threadIds.join(", ")} of process ${process.pid}\n`,

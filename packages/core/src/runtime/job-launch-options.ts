@@ -1,8 +1,10 @@
 import type { Metrics } from "../observability/metrics.js";
+import type { RestoreSetting } from "./restore/restore-plan.js";
 
 /**
  * What a launcher (the `onceflow run` CLI, a test) hands to a module's `createJob(launch)`: spread
- * it into the job's options so that `--subtask` and `--metrics-port` reach the job.
+ * it into the job's options so that `--subtask`, `--metrics-port` and
+ * `--allow-non-restored-state` reach the job.
  *
  * @example
  * ```ts
@@ -16,6 +18,13 @@ import type { Metrics } from "../observability/metrics.js";
 export interface JobLaunchOptions {
   /** Run only this subtask in this process (`--subtask`). */
   readonly subtaskIndex?: number;
+  /** Drop checkpointed state that no operator claims, with a warning (`--allow-non-restored-state`). */
+  readonly allowNonRestoredState?: boolean;
   /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
   readonly metrics?: Metrics;
+  /**
+   * Where the job starts (`--restore`): `"latest"`, `"none"` or `{ checkpointId }`, the job's
+   * `restore` option. `"none"` and a checkpoint are applied once (see the restore rule).
+   */
+  readonly restore?: RestoreSetting;
 }

@@ -1,4 +1,5 @@
 import { deserialize } from "node:v8";
+import type { IncarnationSeriesContext } from "../api/checkpointed-function.js";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
@@ -18,6 +19,8 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { describeStartRequest } from "./restore/start-request.js";
+import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -52,8 +55,19 @@ export interface JobOptions {
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
   /**
+   * Restore even when the checkpoint holds state that no operator of this job claims (an operator
+   * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
+   * for a two-phase-commit sink, its pending transactions are then not committed by this job.
+   * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
+   */
+  readonly allowNonRestoredState?: boolean;
+  /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
-   * attempt: a restart after a failure always goes on from the latest checkpoint.
+   * attempt that gets as far as its restore: a restart after a failure goes on from the latest
+   * checkpoint. `"none"` and
+   * `{ checkpointId }` are applied once: they start a lineage of their own, and a process started
+   * again with the same setting (a restarted pod, a sibling process) goes on from that lineage's
+   * latest checkpoint.
    */
   readonly restore?: RestoreSetting;
   readonly logger?: Logger;
@@ -102,6 +116,7 @@ const PERMANENT_CODES = new Set([
   "CHECKPOINT_NOT_FOUND",
   "RECORD_REJECTED",
   "SUPERSEDED",
+  "NON_RESTORED_STATE",
 ]);
 
 /**
@@ -240,6 +255,7 @@ export class Job {
       incarnation: undefined,
       lastCheckpointId: 0,
       firstRestoredCheckpointId: undefined,
+      planned: false,
     };
     try {
       this.storage = this.resolveStorage();
@@ -326,16 +342,21 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
+    const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
-    // failover after a savepoint restore), never back to the named one.
+    // failover after a savepoint restore), never back to the named one — unless no attempt got as far
+    // as planning its restore: then the setting is not applied yet (a restore applied already is
+    // skipped anyway, its lineage records it).
     const plan = await this.planRestore(
       scope,
       incarnation,
       runsAll,
-      attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
+      attempts.planned ? "latest" : (this.options.restore ?? "latest"),
     );
-    if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    if (!attempts.planned) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    attempts.planned = true;
+    this.logStartRequest(plan);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -347,10 +368,11 @@ export class Job {
         "restoring checkpoint",
       );
     }
-    if (plan.newerCheckpointId !== undefined && attemptNumber === 0) {
+    const named = plan.started?.request;
+    if (plan.newerCheckpointId !== undefined && named !== undefined && named !== "none") {
       this.logger.warn(
-        { checkpointId: plan.checkpointId, newestCheckpointId: plan.newerCheckpointId },
-        `restoring checkpoint ${plan.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${plan.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
+        { checkpointId: named.checkpointId, newestCheckpointId: plan.newerCheckpointId },
+        `restoring checkpoint ${named.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${named.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
       );
     }
     const subtasks: Subtask[] = [];
@@ -368,7 +390,7 @@ export class Job {
       // that did start are closed by shutdown() when another one fails.
       const created = await Promise.allSettled(
         this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan),
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, incarnationSeries),
         ),
       );
       for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
@@ -428,6 +450,26 @@ export class Job {
     }
   }
 
+  /** Says what `restore: "none"` or a named checkpoint did: started a lineage, or was applied before. */
+  private logStartRequest(plan: RestorePlan): void {
+    if (plan.started !== undefined) {
+      const { request, derivedFrom } = plan.started;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId: plan.lineage, derivedFrom },
+        request === "none"
+          ? `restore "none": starting empty as lineage ${plan.lineage} (its empty base checkpoint ${plan.lineage} records the fresh start); processes started later with the same setting go on from this lineage's latest checkpoint`
+          : `restoring checkpoint ${request.checkpointId} as lineage ${plan.lineage}: base checkpoint ${plan.lineage} holds every subtask's state at checkpoint ${request.checkpointId} and records the restore; processes started later with the same setting go on from this lineage's latest checkpoint instead of going back to checkpoint ${request.checkpointId}`,
+      );
+    }
+    if (plan.alreadyApplied !== undefined) {
+      const { request, baseCheckpointId } = plan.alreadyApplied;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId, checkpointId: plan.checkpointId },
+        `${describeStartRequest(request)} skipped: it was applied already (lineage ${baseCheckpointId} started from it), so this process goes on from ${plan.checkpointId === undefined ? "empty state in that lineage (none of its checkpoints is for this process yet)" : `checkpoint ${plan.checkpointId}, the latest of that lineage for this process`}. To apply it again, restore that lineage's base checkpoint ${baseCheckpointId} by its id`,
+      );
+    }
+  }
+
   private async shutdown(
     subtasks: readonly Subtask[],
     loops: readonly Promise<void>[],
@@ -444,6 +486,13 @@ export class Job {
     const failed = coordinator?.failedCheckpointIds ?? [];
     const stored = coordinator?.lastStoredCheckpointId ?? 0;
     for (const subtask of subtasks) await subtask.close(failed, stored);
+  }
+
+  /** The series the attempt's incarnation is numbered in, for connectors that keep incarnations outside the storage. */
+  private async incarnationSeriesOf(storage: CheckpointStorage): Promise<IncarnationSeriesContext> {
+    const { series } = await storage.describeIncarnations(this.jobId);
+    const jobId = this.jobId;
+    return { series, newestIncarnation: async () => (await storage.describeIncarnations(jobId)).newest };
   }
 
   private async planRestore(
@@ -464,15 +513,38 @@ export class Job {
         operatorsOf: () => undefined,
       };
     }
-    return planRestore({
+    const plan = await planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
+      claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
       setting,
       sources,
     });
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      ...this.stateClaims(),
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+    });
+    return plan;
+  }
+
+  /** What the state claims on restore are checked against: the job's uids and its option. */
+  private stateClaims(): {
+    jobId: string;
+    claimedUids: string[];
+    allowNonRestoredState: boolean;
+    logger: Logger;
+  } {
+    return {
+      jobId: this.jobId,
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    };
   }
 
   private async createSubtask(
@@ -480,6 +552,7 @@ export class Job {
     attemptNumber: number,
     incarnation: number,
     plan: RestorePlan,
+    incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
     const context = {
       subtaskIndex,
@@ -494,6 +567,7 @@ export class Job {
       parallelism: this.parallelism,
       attemptNumber,
       incarnation,
+      ...(incarnationSeries === undefined ? {} : { incarnationSeries }),
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
@@ -579,8 +653,10 @@ interface AttemptLineage {
   incarnation: number | undefined;
   /** The highest checkpoint id any attempt triggered. */
   lastCheckpointId: number;
-  /** What the first attempt restored (also when it failed). */
+  /** What the first attempt that planned its restore restored (also when it failed later). */
   firstRestoredCheckpointId: number | undefined;
+  /** An attempt planned its restore: `restore` was applied (or skipped), later attempts restore "latest". */
+  planned: boolean;
 }
 
 /**

@@ -4,6 +4,7 @@ import { type ResourceLimits, Worker } from "node:worker_threads";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { ConfigurationError, ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
 import type { JobStatus } from "../runtime/job-status.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 import { type AggregatedMetrics, aggregateMetrics, loadPromClient } from "./aggregate-metrics.js";
 import { combineStatuses, startingStatus } from "./combine-statuses.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob, threadPlanOf } from "./thread-job.js";
@@ -34,6 +35,11 @@ export interface SubtaskThreadsOptions {
   /** How often each thread posts its job's status to the main thread (default 500 ms). */
   readonly statusIntervalMs?: number;
   /**
+   * Where every thread's job starts (`JobLaunchOptions.restore`, the CLI's `--restore`). `"none"` and
+   * a checkpoint id are applied once, by the first thread; the others go on from the lineage it starts.
+   */
+  readonly restore?: RestoreSetting;
+  /**
    * The V8 heap limits of each subtask's thread (`worker_threads` `resourceLimits`), in MiB, over
    * the default `{ maxYoungGenerationSizeMb: 48 }` (V8's own sizing, written out). A thread past
    * `maxOldGenerationSizeMb` dies alone with `ERR_WORKER_OUT_OF_MEMORY` and the others stop with a
@@ -43,6 +49,11 @@ export interface SubtaskThreadsOptions {
    * per record (medians of three).
    */
   readonly resourceLimits?: ResourceLimits;
+  /**
+   * Hand `allowNonRestoredState: true` to every thread's `createJob(launch)`: state of the checkpoint
+   * that no operator claims is dropped with a warning instead of failing the restore.
+   */
+  readonly allowNonRestoredState?: boolean;
 }
 
 /**
@@ -107,7 +118,7 @@ const DEFAULT_STATUS_INTERVAL_MS = 500;
 /**
  * Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`).
  * 12 MiB until the Kafka sink stopped holding records across a round trip: since then the smaller
- * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md).
+ * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md, memory).
  */
 const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 48 };
 // A thread whose job ended but that a client's socket keeps alive is terminated after this long.
@@ -158,8 +169,10 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
         moduleUrl,
         exportName: options.exportName ?? "createJob",
         subtaskIndex,
+        ...(options.restore === undefined ? {} : { restore: options.restore }),
         metrics: options.metrics === true,
         statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+        allowNonRestoredState: options.allowNonRestoredState === true,
       },
       resourceLimits,
     ),

@@ -43,7 +43,9 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
   }
   const built = await buildThreadJob(factory, {
     subtaskIndex: data.subtaskIndex,
+    ...(data.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(data.restore === undefined ? {} : { restore: data.restore }),
   });
   job = built;
   const postStatus = (): void => post({ type: "status", status: built.status() });

@@ -1,4 +1,5 @@
 import type { JobStatus } from "../runtime/job-status.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
  * What the main thread hands to each subtask thread (`workerData`): which module to import, which
@@ -6,7 +7,7 @@ import type { JobStatus } from "../runtime/job-status.js";
  *
  * @example
  * ```ts
- * const data: SubtaskThreadData = { moduleUrl: "file:///app/job.js", exportName: "createJob", subtaskIndex: 1, metrics: true, statusIntervalMs: 500 };
+ * const data: SubtaskThreadData = { moduleUrl: "file:///app/job.js", exportName: "createJob", subtaskIndex: 1, metrics: true, statusIntervalMs: 500, allowNonRestoredState: false };
  * ```
  */
 export interface SubtaskThreadData {
@@ -14,10 +15,14 @@ export interface SubtaskThreadData {
   /** The export that builds the job from `JobLaunchOptions` (`createJob` unless named). */
   readonly exportName: string;
   readonly subtaskIndex: number;
+  /** Where the job starts, when the launcher says (`--restore`). */
+  readonly restore?: RestoreSetting;
   /** Report metrics into a prom-client registry of the thread, which the main thread aggregates. */
   readonly metrics: boolean;
   /** How often the thread posts its job's status. */
   readonly statusIntervalMs: number;
+  /** Hand `allowNonRestoredState: true` to `createJob(launch)`. */
+  readonly allowNonRestoredState: boolean;
 }
 
 /**

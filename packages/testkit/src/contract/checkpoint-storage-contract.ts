@@ -1,10 +1,14 @@
 import {
   CheckpointError,
   type CheckpointStorage,
+  CollectedOutput,
   type CompletedCheckpoint,
   ConfigurationError,
   checksumOf,
   createTestCheckpoint,
+  GeneratorSource,
+  Job,
+  type RestoreSetting,
   retainLatestCheckpoints,
 } from "@onceflow/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -67,7 +71,8 @@ function incarnationCheckpoint(
  * The behaviour every {@link CheckpointStorage} must have, as a vitest suite: round trips, ordering,
  * atomic refusal of bad input, copies not shared buffers, idempotent discard, isolation of jobs and
  * scopes, safe names, retention, incarnations (`claimIncarnation`: numbers growing job-wide, fencing
- * of older incarnations' stores, `after`, concurrent claims, stores racing a claim), with a `reopen`
+ * of older incarnations' stores, `after`, concurrent claims, stores racing a claim; `describeIncarnations`:
+ * one series per storage and job, the newest number), with a `reopen`
  * hook incarnations shared between instances, and with a `corrupt` hook corruption detection. Run it
  * on your own storage from a vitest file; this repository runs it on the memory, filesystem and
  * PostgreSQL storages.
@@ -327,6 +332,37 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
       expect(await storage.list("orders")).toHaveLength(4);
     });
 
+    it("keeps what a lineage's base records: a job started again with the same named checkpoint goes on from the latest", async () => {
+      const output = new CollectedOutput<number>();
+      const run = (restore: RestoreSetting) => {
+        const job = new Job({
+          jobId: "restore-once",
+          checkpointing: { interval: 60_000, storage },
+          restartStrategy: { type: "none" },
+          restore,
+        });
+        job
+          .fromSource(new GeneratorSource<number>({ count: 20, generate: (index) => index }), {
+            uid: "numbers",
+          })
+          .sinkTo(output.sinkFactory(), { uid: "out" });
+        return job.execute();
+      };
+      const first = await run("latest");
+      const named: RestoreSetting = { checkpointId: first.lastCheckpointId };
+      const second = await run(named);
+      // The restore is recorded in the base checkpoint of the lineage it started, in this storage.
+      const base = (await storage.list("restore-once")).find((metadata) => metadata.scope === "base");
+      expect(base?.summary.base).toMatchObject({ startedBy: named });
+      expect(second.restoredCheckpointId).toBe(base?.checkpointId);
+      // A restart with the same setting (a pod restarted with the same arguments) reads the record back.
+      const third = await run(named);
+      expect(third.restoredCheckpointId).toBe(second.lastCheckpointId);
+      expect(output.committed.sort((left, right) => left - right)).toEqual(
+        Array.from({ length: 20 }, (_, index) => index),
+      );
+    });
+
     describe("claimIncarnation", () => {
       const A = "subtask-0-of-2";
       const B = "subtask-1-of-2";
@@ -526,6 +562,44 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
           }
         });
       }
+
+      describe("describeIncarnations", () => {
+        it("keeps one series for the job's incarnations, and says the newest one handed out", async () => {
+          const before = await storage.describeIncarnations("orders");
+          expect(before.newest).toBe(0);
+          expect(before.series).toMatch(/\S/);
+          await storage.claimIncarnation("orders", A);
+          const newest = await storage.claimIncarnation("orders", B);
+          expect(await storage.describeIncarnations("orders")).toEqual({ series: before.series, newest });
+          expect((await storage.describeIncarnations("returns")).newest).toBe(0);
+        });
+
+        it("a new storage counts its incarnations in another series", async () => {
+          const series = (await storage.describeIncarnations("orders")).series;
+          const other = await createStorage();
+          try {
+            expect((await other.describeIncarnations("orders")).series).not.toBe(series);
+          } finally {
+            await options.cleanup?.(other);
+            await other.close?.();
+          }
+        });
+
+        if (options.reopen !== undefined) {
+          const reopen = options.reopen;
+          it("is the same through every instance on the same data", async () => {
+            const series = (await storage.describeIncarnations("orders")).series;
+            const other = await reopen(storage);
+            try {
+              const newest = await other.claimIncarnation("orders", A);
+              expect(await storage.describeIncarnations("orders")).toEqual({ series, newest });
+              expect(await other.describeIncarnations("orders")).toEqual({ series, newest });
+            } finally {
+              await other.close?.();
+            }
+          });
+        }
+      });
 
       it("rejects job ids and scopes that are not safe names", async () => {
         for (const bad of ["", "..", "a/b"]) {

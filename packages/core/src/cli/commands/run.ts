@@ -44,6 +44,10 @@ export function addRunCommand(
     .option("--job-export <name>", "the export to run instead: a Job, or a function returning one")
     .option("--subtask <index>", "run only this subtask: a number, or from-hostname (the -<n> of HOSTNAME)")
     .option(
+      "--allow-non-restored-state",
+      "restore even when the checkpoint holds state no operator claims (a renamed or removed uid): that state is dropped, with a warning",
+    )
+    .option(
       "--threads",
       "run every subtask in its own worker thread of this process (uses one core per subtask)",
     )
@@ -63,6 +67,10 @@ export function addRunCommand(
     )
     .option("--ui-port <port>", "serve the checkpoint dashboard on this port (0: a free one)")
     .option("--ui-host <host>", "the address of --ui-port", "127.0.0.1")
+    .option(
+      "--restore <setting>",
+      "where the job starts: latest (default), none (empty), or a checkpoint id; none and an id are applied once — the lineage they start records them, so a restart with the same arguments (a pod Kubernetes restarts) goes on from the latest checkpoint",
+    )
     .action(async (modulePath: string, options: RawRunFlags) => {
       const flags = parseRunFlags(options, process.env);
       const path = resolve(io.cwd, modulePath);
@@ -82,7 +90,10 @@ export function addRunCommand(
             ? // The dashboard shows live metrics when prom-client is there, and goes on without them.
               await loadPrometheusMetrics(importPrometheus).catch(() => undefined)
             : undefined;
-      const job = await findJob(exports, flags.jobExport, launchOptionsOf(flags.subtaskIndex, metrics));
+      const job = await findJob(exports, flags.jobExport, {
+        ...launchOptionsOf(flags.subtaskIndex, metrics, flags.restore),
+        ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
+      });
       const services = await startRunServices(job, flags, metrics, io);
       // SIGTERM/SIGINT stop the job with a final checkpoint (stop-with-savepoint), then exit 0.
       const stop = (): void => job.stop?.();

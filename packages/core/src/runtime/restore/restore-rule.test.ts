@@ -6,7 +6,7 @@ import { GeneratorSource } from "../../source/generator-source.js";
 import { Job, type JobResult } from "../job.js";
 import { type Counted, type Reading, RunningCount } from "../testing/running-count.js";
 
-// The restore rule with one process per subtask (issue 9, items 1 and 2): every process of a
+// The restore rule with one process per subtask: every process of a
 // parallelism restores the same lineage whatever their start order, and "latest" goes by id.
 
 const SPLITS = 6;
@@ -279,7 +279,13 @@ describe("restore rule: a named checkpoint is where the job starts, not where it
       failAfter: output.committed.length + 300,
     }).execute();
     expect(second.restarts).toBe(1);
-    expect(second.restoredCheckpointId).toBe(lastCheckpointId);
+    // The named checkpoint starts a lineage of its own: its base holds the named state and records it.
+    const base = (await storage.list("named")).find((metadata) => metadata.scope === "base");
+    expect(base?.summary.base).toMatchObject({
+      derivedFrom: [`all#${lastCheckpointId}`],
+      startedBy: { checkpointId: lastCheckpointId },
+    });
+    expect(second.restoredCheckpointId).toBe(base?.checkpointId);
     expect(new Set(output.committed).size).toBe(3_000);
     expect(output.committed).toHaveLength(3_000);
   }, 60_000);
