@@ -1,4 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import { isLogLevel, type LogFormat, type LogLevel } from "../observability/logger.js";
 
 /**
  * The flags of `onceflow run` as commander hands them over (strings, unparsed).
@@ -19,6 +20,8 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
+  readonly logLevel?: string;
+  readonly logFormat?: string;
 }
 
 /**
@@ -44,6 +47,10 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
+  /** `--log-level` (default `ONCEFLOW_LOG_LEVEL`, else `info`). */
+  readonly logLevel: LogLevel;
+  /** `--log-format`; undefined: `ONCEFLOW_LOG_FORMAT`, else `text` on a terminal and `json` otherwise. */
+  readonly logFormat: LogFormat | undefined;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -84,6 +91,20 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
       throw new ConfigurationError(flag, "limits the heap of each subtask's thread: add --threads");
     }
   }
+  const logLevel = raw.logLevel ?? env.ONCEFLOW_LOG_LEVEL ?? "info";
+  if (!isLogLevel(logLevel)) {
+    throw new ConfigurationError(
+      raw.logLevel === undefined ? "ONCEFLOW_LOG_LEVEL" : "--log-level",
+      `must be debug, info, warn, error or silent, got ${JSON.stringify(logLevel)}`,
+    );
+  }
+  const logFormat = raw.logFormat ?? env.ONCEFLOW_LOG_FORMAT;
+  if (logFormat !== undefined && logFormat !== "text" && logFormat !== "json") {
+    throw new ConfigurationError(
+      raw.logFormat === undefined ? "ONCEFLOW_LOG_FORMAT" : "--log-format",
+      `must be text or json, got ${JSON.stringify(logFormat)}`,
+    );
+  }
   const young = raw.threadMaxYoungGeneration;
   const old = raw.threadMaxOldGeneration;
   return {
@@ -106,6 +127,8 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+    logLevel,
+    logFormat,
   };
 }
 

@@ -5,12 +5,14 @@ import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/ch
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { ConfigurationError, isOnceflowError, OnceflowError } from "../errors/onceflow-error.js";
-import { type Logger, silentLogger } from "../observability/logger.js";
+import { defaultLogger } from "../observability/default-logger.js";
+import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics, noopMetrics } from "../observability/metrics.js";
 import { teeMetrics } from "../observability/tee-metrics.js";
 import type { Source, SourceSplit } from "../source/source.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
+import { countJobExecution } from "./job-executions.js";
 import { type JobStatus, JobStatusTracker } from "./job-status.js";
 import { SourceOperator } from "./operators/source-operator.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
@@ -56,6 +58,10 @@ export interface JobOptions {
    * attempt: a restart after a failure always goes on from the latest checkpoint.
    */
   readonly restore?: RestoreSetting;
+  /**
+   * Where the job logs (any pino logger fits). Default: `defaultLogger` — warnings and errors to
+   * standard error, or what `setDefaultLogger` (and `onceflow run --log-level`) set.
+   */
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
@@ -79,6 +85,11 @@ export interface JobResult {
   readonly lastCheckpointId: number;
   /** The checkpoint the first attempt restored, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /**
+   * True when the first attempt restored the final checkpoint of a run that had ended and the input
+   * ended again: bounded sources resumed at their end, so this run read nothing they had not read.
+   */
+  readonly resumedAtEndOfInput: boolean;
   readonly restarts: number;
 }
 
@@ -132,13 +143,15 @@ export class Job {
   private stopRequested = false;
   private requestStop: (() => void) | undefined;
   private running = false;
+  /** Set once the running attempt's input ended: its final checkpoint says so in its summary. */
+  private inputEnded = false;
   private coordinator: CheckpointCoordinator | undefined;
   private readonly tracker: JobStatusTracker;
 
   constructor(options: JobOptions) {
     this.options = options;
     this.jobId = options.jobId;
-    this.logger = (options.logger ?? silentLogger).child({ job: options.jobId });
+    this.logger = (options.logger ?? defaultLogger).child({ job: options.jobId });
     this.metrics = options.metrics ?? noopMetrics;
     this.parallelism = options.parallelism ?? 1;
     validateJobOptions(options, this.parallelism);
@@ -224,6 +237,7 @@ export class Job {
 
   /** Runs the job until its bounded input ends or `stop()`, restarting after failures as configured. */
   async execute(): Promise<JobResult> {
+    countJobExecution();
     if (this.running) throw new ConfigurationError("execute", "the job is already running");
     if (!this.graph.nodes.some((node) => node.kind === "sink")) {
       throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
@@ -247,10 +261,14 @@ export class Job {
         try {
           const outcome = await this.runAttempt(attempt, lineageOfAttempts);
           this.tracker.enter("finished");
+          const resumedAtEndOfInput =
+            lineageOfAttempts.firstRestoredFinal === true && outcome.endedBy === "end-of-input";
+          if (resumedAtEndOfInput) this.warnResumedAtEndOfInput(lineageOfAttempts.firstRestoredCheckpointId);
           return {
             jobId: this.jobId,
             ...outcome,
             restoredCheckpointId: lineageOfAttempts.firstRestoredCheckpointId,
+            resumedAtEndOfInput,
             restarts: attempt,
           };
         } catch (error) {
@@ -311,6 +329,7 @@ export class Job {
     lastCheckpointId: number;
     restoredCheckpointId: number | undefined;
   }> {
+    this.inputEnded = false;
     const runsAll = this.options.subtaskIndex === undefined;
     const scope = scopeOf(this.options.subtaskIndex ?? 0, this.parallelism, runsAll);
     const storage = this.options.checkpointing ? this.storage : undefined;
@@ -335,7 +354,14 @@ export class Job {
       runsAll,
       attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
     );
-    if (attemptNumber === 0) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    if (attemptNumber === 0) {
+      attempts.firstRestoredCheckpointId = plan.checkpointId;
+      attempts.firstRestoredFinal =
+        plan.restoredFrom.length > 0 &&
+        plan.restoredFrom.every(
+          (metadata) => metadata.isFinal && metadata.summary.endedBy === "end-of-input",
+        );
+    }
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -406,6 +432,7 @@ export class Job {
         () => "end-of-input" as const,
       );
       const endedBy = await Promise.race([inputEnded, stopped, failed]);
+      this.inputEnded = endedBy === "end-of-input";
       this.tracker.enter("stopping");
       if (endedBy === "stop")
         await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
@@ -556,7 +583,16 @@ export class Job {
     return {
       operators: this.graph.nodes.map((node) => ({ uid: node.uid, kind: node.kind })),
       splits,
+      // Tells a later run that restores this checkpoint that its bounded input had ended.
+      ...(this.inputEnded ? { endedBy: "end-of-input" } : {}),
     };
+  }
+
+  private warnResumedAtEndOfInput(checkpointId: number | undefined): void {
+    this.logger.warn(
+      { checkpointId },
+      `the job restored checkpoint ${checkpointId}, the final checkpoint of a run whose input had ended, and its input ended again: bounded sources resumed at their end, so nothing was read again. To run the job from the start, start it with restore: "none" or with empty checkpoint storage`,
+    );
   }
 
   private installSignalHandlers(): () => void {
@@ -579,6 +615,8 @@ interface AttemptLineage {
   incarnation: number | undefined;
   /** The highest checkpoint id any attempt triggered. */
   lastCheckpointId: number;
+  /** Whether the first attempt restored the final checkpoint of a run whose input had ended. */
+  firstRestoredFinal?: boolean;
   /** What the first attempt restored (also when it failed). */
   firstRestoredCheckpointId: number | undefined;
 }
