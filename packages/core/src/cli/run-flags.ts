@@ -22,6 +22,8 @@ export interface RawRunFlags {
   readonly uiHost?: string;
   readonly logLevel?: string;
   readonly logFormat?: string;
+  /** False with `--no-default-metrics`. */
+  readonly defaultMetrics?: boolean;
 }
 
 /**
@@ -51,6 +53,8 @@ export interface RunFlags {
   readonly logLevel: LogLevel;
   /** `--log-format`; undefined: `ONCEFLOW_LOG_FORMAT`, else `text` on a terminal and `json` otherwise. */
   readonly logFormat: LogFormat | undefined;
+  /** Serve prom-client's `process_*` and `nodejs_*` metrics beside the job's (`--no-default-metrics`: not). */
+  readonly defaultMetrics: boolean;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -129,6 +133,7 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
     logLevel,
     logFormat,
+    defaultMetrics: raw.defaultMetrics !== false,
   };
 }
 

@@ -22,6 +22,7 @@ import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
+import { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
 import { validateJobOptions } from "./validate-job-options.js";
 
 /**
@@ -515,6 +516,8 @@ export class Job {
     };
     const restored = plan.operatorsOf(subtaskIndex);
     const logger = this.logger.child({ subtask: subtaskIndex });
+    const operators: StreamOperator[] = [];
+    const loopMetrics = new SubtaskLoopMetrics(this.metrics, this.jobId, subtaskIndex, operators);
     const environment = {
       jobId: this.jobId,
       subtaskIndex,
@@ -525,9 +528,9 @@ export class Job {
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
       checkpointingInterval: this.options.checkpointing ? this.options.checkpointing.interval : undefined,
+      loopMetrics,
     };
     const byNode = new Map<number, StreamOperator>();
-    const operators: StreamOperator[] = [];
     for (const node of this.graph.nodes) {
       const operator = node.createOperator(context);
       for (const input of node.inputs) byNode.get(input.id)!.connectTo(operator);
@@ -548,9 +551,11 @@ export class Job {
         (operator): operator is SourceOperator => operator instanceof SourceOperator,
       );
       const subtask = new Subtask(subtaskIndex, operators, sources, logger);
+      subtask.loopMetrics = loopMetrics;
       await subtask.initialize();
       return subtask;
     } catch (error) {
+      loopMetrics.close();
       // Subtask.close never throws, logs failures and gives up a close that hangs.
       await new Subtask(subtaskIndex, initialized, [], logger).close();
       throw error;

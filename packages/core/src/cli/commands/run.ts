@@ -61,6 +61,10 @@ export function addRunCommand(
     .option("--metrics-port <port>", "serve /metrics, /healthz and /readyz on this port (0: a free one)")
     .option("--metrics-host <host>", "the address of --metrics-port (0.0.0.0 in a pod)", "127.0.0.1")
     .option(
+      "--no-default-metrics",
+      "serve only the job's metrics, without prom-client's process_* and nodejs_* metrics",
+    )
+    .option(
       "--ready-max-checkpoint-age <ms>",
       "/readyz fails when no checkpoint completed for this long (default: 3 intervals, at least 60000)",
     )
@@ -115,10 +119,12 @@ async function runModuleJob(
   const ranAtImport = jobExecutionsSoFar() > executionsBefore;
   const metrics =
     flags.metricsPort !== undefined
-      ? await loadPrometheusMetrics(importPrometheus)
+      ? await loadPrometheusMetrics(importPrometheus, { defaultMetrics: flags.defaultMetrics })
       : flags.uiPort !== undefined
         ? // The dashboard shows live metrics when prom-client is there, and goes on without them.
-          await loadPrometheusMetrics(importPrometheus).catch(() => undefined)
+          await loadPrometheusMetrics(importPrometheus, { defaultMetrics: flags.defaultMetrics }).catch(
+            () => undefined,
+          )
         : undefined;
   const job = await findJob(
     exports,
