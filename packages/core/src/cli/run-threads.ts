@@ -1,4 +1,5 @@
 import { pathToFileURL } from "node:url";
+import { registerDefaultMetrics } from "../observability/default-process-metrics.js";
 import { loadPromClient } from "../threads/aggregate-metrics.js";
 import { runSubtasksInThreads } from "../threads/run-subtasks-in-threads.js";
 import type { CliIo } from "./io.js";
@@ -38,7 +39,8 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
   // The process's own metrics (process_*, nodejs_*), once, beside the threads' merged registries.
   const processRegistry =
     promClient !== undefined && flags.defaultMetrics ? new promClient.Registry() : undefined;
-  if (processRegistry !== undefined) promClient?.collectDefaultMetrics({ register: processRegistry });
+  if (processRegistry !== undefined && promClient !== undefined)
+    registerDefaultMetrics(promClient, processRegistry);
   const served: ServedMetrics | undefined =
     promClient === undefined
       ? undefined

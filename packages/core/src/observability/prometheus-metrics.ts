@@ -6,6 +6,7 @@ import {
   Histogram as PromHistogram,
   Registry,
 } from "prom-client";
+import { registerDefaultMetrics } from "./default-process-metrics.js";
 import {
   type Counter,
   type Gauge,
@@ -35,7 +36,9 @@ export interface PrometheusMetricsOptions {
    * Also register prom-client's default metrics of the process — `process_cpu_seconds_total`,
    * `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`, `nodejs_heap_size_used_bytes`
    * … — as every prom-client user expects (default true; once per registry, and not when the
-   * registry has them already).
+   * registry has them already). Left out: its three gauges named like counters
+   * (`nodejs_active_handles_total` …), which Prometheus's naming rules reject; their per-type
+   * families (`nodejs_active_handles{type}`) remain.
    */
   readonly defaultMetrics?: boolean;
 }
@@ -119,7 +122,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Prome
     states.set(registry, state);
   }
   const { refreshes } = state;
-  if (options.defaultMetrics !== false) registerDefaultMetrics(registry);
+  if (options.defaultMetrics !== false) registerDefaultMetrics({ collectDefaultMetrics }, registry);
 
   const find = <T extends PromMetric>(name: string, create: (labelNames: string[]) => T) => {
     let metric: T | undefined;
@@ -196,16 +199,6 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Prome
       return () => set.delete(entry);
     },
   };
-}
-
-/** prom-client's default metrics in `registry`, unless it has them (registering twice throws). */
-function registerDefaultMetrics(registry: Registry): void {
-  if (registry.getSingleMetric("process_cpu_user_seconds_total") !== undefined) return;
-  try {
-    collectDefaultMetrics({ register: registry });
-  } catch {
-    // Some of them were registered by hand already: keep those.
-  }
 }
 
 function labelNamesOf(name: string, labels: MetricLabels | undefined): string[] {
