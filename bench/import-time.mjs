@@ -1,5 +1,5 @@
 // How long importing packages takes in a fresh process: what a job module's imports cost the main
-// thread of a job in worker threads before it can start the threads (issue 11, goal 4).
+// thread of a job in worker threads before it can start the threads (start to first checkpoint).
 //
 //   node bench/import-time.mjs @onceflow/core @onceflow/connector-postgres
 //

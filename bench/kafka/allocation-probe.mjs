@@ -1,4 +1,4 @@
-// Which code allocates the large buffers of a onceflow Kafka job (issue 11, goal 5): preload it
+// Which code allocates the large buffers of a onceflow Kafka job (memory): preload it
 // into a candidate and, at exit, it writes the call sites of every Buffer of 128 KiB or more made by
 // Buffer.alloc, allocUnsafe, allocUnsafeSlow or concat (glibc's threshold for mmap: what the
 // allocator and the collector pay for), by bytes, to the file in ALLOCATION_PROBE_FILE. Buffers

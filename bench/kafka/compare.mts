@@ -1,4 +1,4 @@
-// Kafka → Kafka side by side with the peers the issue names, on one broker, in one command:
+// Kafka → Kafka side by side with its peers, on one broker, in one command:
 //   onceflow exactly-once / at-least-once, onceflow exactly-once at parallelism 2 in worker threads
 //   (onceflow-eos-threads, not in the default set), a hand-written kafkajs transactional loop,
 //   Kafka Streams (exactly_once_v2), Flink KafkaSource → KafkaSink (EXACTLY_ONCE, MiniCluster),
@@ -8,9 +8,9 @@
 // own output topic and says when it is through. Then the output is read back read_committed (every
 // id once, none missing), the process's CPU time is taken from /proc/<pid>/stat, and it is let go.
 // Rounds rotate the order; medians are reported as ratios to onceflow exactly-once.
-// Restart to work (issue 11, goal 4): seconds from the spawn to the job's first completed
+// Start to first checkpoint: seconds from the spawn to the job's first completed
 // checkpoint (onceflow candidates print it, see report.mjs) and to the first output record a
-// read_committed consumer, in its group before the spawn, receives. Memory (goal 5): VmRSS from
+// read_committed consumer, in its group before the spawn, receives. Memory: VmRSS from
 // /proc/<pid>/status when 1 M records were processed and at the end of the input (the last progress
 // line, every 100,000 records, while the job still runs), the median of VmRSS sampled every 250 ms,
 // and VmHWM (the kernel's peak RSS) — with
@@ -18,14 +18,14 @@
 // collection, so RSS is also sampled every 50 ms with the records processed so far, and the median
 // over the second tenth of the input (after the start) is set against the median over its last
 // tenth: the steady-state drift.
-// Machine load (issue 11, goal 2): /proc/stat (all CPUs), /proc/<pid>/stat of the candidate and of
+// Machine load: /proc/stat (all CPUs), /proc/<pid>/stat of the candidate and of
 // the broker (the process listening on the first broker's port, found with `ss -ltnp`, or
 // --broker-pid; the readers are in bench/process-cpu.ts) are sampled every 100 ms and interpolated
 // at the candidate's first and last processed record: how busy the machine was over that window
 // (busy jiffies / (cores × wall)), the candidate's and the broker's share of it, and the broker's
 // CPU-s per 1M records. A machine near 100 % busy means the rate is the machine's, not the
 // candidate's.
-// Per-record CPU work (goal 2 where the broker is not the limit): --work <n> gives the onceflow
+// Per-record CPU work (parallelism measured where the broker is not the limit): --work <n> gives the onceflow
 // candidates' map n passes of FNV-1a, an arithmetic loop, over each value; the result replaces the
 // value's last 4 bytes (candidates/work.mjs, BENCH_WORK). Onceflow candidates only.
 // Settings, to set a default against another side by side (onceflow candidates only):

@@ -1,4 +1,4 @@
-// Where a onceflow Kafka job's start goes (issue 11, goal 4): preload it into a candidate and it
+// Where a onceflow Kafka job's start goes (start to first checkpoint): preload it into a candidate and it
 // prints, on stderr, a timeline in ms since the process started (performance.timeOrigin) — module
 // load, the job's start, restore, each subtask's creation, every Kafka request (connect, Metadata,
 // InitProducerId, ListOffsets, the first fetches...), the first batches, the checkpoints' snapshots

@@ -1,5 +1,5 @@
 /**
- * Kafka → PostgreSQL against a plain COPY of the same rows (issue 11, goal 3), in one run on one
+ * Kafka → PostgreSQL against a plain COPY of the same rows, in one run on one
  * broker and one server:
  *   (a) plain `COPY … FROM STDIN` of the rows held in memory, batches of 5000, no guarantees
  *   (b) a Job: KafkaSource (earliest → latest, bounded) → map → PostgresSink, exactly-once,

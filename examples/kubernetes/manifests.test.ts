@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseAllDocuments } from "yaml";
 
 /**
- * The Kubernetes guide's manifests are valid and match the CLI (issue 13, item 4): every manifest
+ * The Kubernetes guide's manifests are valid and match the CLI: every manifest
  * parses, the StatefulSet fits its Service, probes, ConfigMap and Secret, the grace period covers the
  * job's final checkpoint, and every flag the container passes to `onceflow run` exists in the real
  * CLI (`packages/core/dist/cli.js run --help`: build core first).

@@ -1,7 +1,7 @@
 import { sharedKafka } from "@onceflow/testkit/vitest";
 import { describe, expect, it } from "vitest";
 import { explorationFromEnvironment, explore } from "../../packages/core/test/explore/exploration.js";
-import { issueNineScenarios, runScenario } from "../../packages/core/test/explore/issue-scenarios.js";
+import { namedScenarios, runScenario } from "../../packages/core/test/explore/named-scenarios.js";
 import { kafkaSinkUnderTest } from "./kafka-sink-under-test.js";
 
 // The exploration's model against the real KafkaSink and broker, checked by a read_committed
@@ -14,8 +14,8 @@ const replay = {
 describe("exploring the checkpoint protocol with KafkaSink (exactly-once)", () => {
   const brokers = () => [...sharedKafka().brokers];
 
-  for (const scenario of issueNineScenarios) {
-    it(`issue 9: ${scenario.name}`, async () => {
+  for (const scenario of namedScenarios) {
+    it(`named scenario: ${scenario.name}`, async () => {
       expect((await runScenario(await kafkaSinkUnderTest(brokers()), scenario)).problems).toEqual([]);
     }, 90_000);
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { preparedPostgresUrl } from "../../packages/connector-postgres/test/helpers/postgres.js";
 import { explorationFromEnvironment, explore } from "../../packages/core/test/explore/exploration.js";
-import { issueNineScenarios, runScenario } from "../../packages/core/test/explore/issue-scenarios.js";
+import { namedScenarios, runScenario } from "../../packages/core/test/explore/named-scenarios.js";
 import { postgresSinkUnderTest } from "./postgres-sink-under-test.js";
 
 // The exploration's model against the real PostgresSink (prepared mode) and a real PostgreSQL:
@@ -13,8 +13,8 @@ const replay = {
 };
 
 describe("exploring the checkpoint protocol with PostgresSink (prepared)", () => {
-  for (const scenario of issueNineScenarios) {
-    it(`issue 9: ${scenario.name}`, async () => {
+  for (const scenario of namedScenarios) {
+    it(`named scenario: ${scenario.name}`, async () => {
       expect((await runScenario(await postgresSinkUnderTest(url), scenario)).problems).toEqual([]);
     }, 60_000);
   }

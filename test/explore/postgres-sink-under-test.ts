@@ -69,7 +69,7 @@ export async function postgresSinkUnderTest(url: string): Promise<SinkUnderTest>
 /**
  * The `pg` client class of one explored process: once its gate is killed, connecting and querying
  * never settle, as in a process that SIGKILL stopped. The gate alone stops a killed process only at
- * its next sink call: a call already running goes on. Under load (issue 10) a process killed while
+ * its next sink call: a call already running goes on. Under load a process killed while
  * its sink was starting went on after its sessions were terminated — new connections, an epoch bump
  * after its replacement's, and a rollback of the gid its replacement had prepared for a stored
  * checkpoint — so the final phase failed with TRANSACTION_TIMED_OUT (rows LOST), which a killed

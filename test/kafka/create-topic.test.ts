@@ -3,7 +3,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { kafkaBrokers, uniqueName } from "./helpers/kafka.js";
 
-// Issue 10 §4: right after topic creation a loaded broker may name a leader that does not serve
+// Right after topic creation a loaded broker may name a leader that does not serve
 // the partition yet ("This server is not the leader for that topic-partition" from ListOffsets).
 // createKafkaTopic waits until ListOffsets answers, so a test may read offsets at once, without retries.
 

@@ -10,7 +10,7 @@ import {
 } from "../../packages/connector-postgres/test/helpers/postgres.js";
 
 /**
- * Issue 9, item 9: a job that fails for good must not leave a PREPAREd transaction of a checkpoint
+ * A job that fails for good must not leave a PREPAREd transaction of a checkpoint
  * that never completed: it holds a lock on the target table, and the user's fix (`ALTER TABLE …
  * DROP NOT NULL` after a NOT NULL violation) would wait for it forever.
  */

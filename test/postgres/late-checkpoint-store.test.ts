@@ -9,7 +9,7 @@ import {
 } from "../../packages/connector-postgres/test/helpers/postgres.js";
 
 /**
- * Issue 9, item 3 with PostgresSink in prepared mode: checkpoint 2's store is slower than the
+ * A late store never lands, with PostgresSink in prepared mode: checkpoint 2's store is slower than the
  * checkpoint timeout, so the attempt fails and the next one restores checkpoint 1 — then the late
  * store of 2 lands. Before the fix the next attempt's gid was the same `sinkId-subtask-2`, so the
  * stale handle's COMMIT PREPARED committed the new attempt's transaction: 5,008 or 5,001 rows, or

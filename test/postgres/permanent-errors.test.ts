@@ -23,7 +23,7 @@ import {
 } from "../../packages/connector-postgres/test/helpers/postgres.js";
 
 /**
- * Issue 9, item 11: failures that can never succeed must not be retried by the restart strategy.
+ * Failures that can never succeed must not be retried by the restart strategy.
  * A NOT NULL violation fails the job at once with RECORD_REJECTED naming the row and the column; a
  * wrong password fails it at once with CONFIGURATION.
  */

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SinkDriver } from "../../packages/connector-postgres/test/helpers/sink-driver.js";
 
 /**
- * Issue 9, item 8: PostgreSQL crashes (`pg_ctl stop -m immediate`) while a connector connection is
+ * PostgreSQL crashes (`pg_ctl stop -m immediate`) while a connector connection is
  * checked out of its pool. pg-pool listens for errors only on idle connections, so a checked-out
  * one without a listener emitted `error` (ECONNRESET, 57P01) unhandled and Node ended the process
  * — vitest reports that as an unhandled error and fails the file. Each case holds one connection

@@ -9,7 +9,7 @@ import {
 } from "../../packages/connector-postgres/test/helpers/postgres.js";
 
 /**
- * Issue 9, item 4: a PostgresSink passed as an instance (the README's pattern, not a factory) is
+ * A PostgresSink passed as an instance (the README's pattern, not a factory) is
  * reused by the job's in-process restart. Its `close()` ends the attempt's pool; the next attempt
  * must open a new one (and a new epoch) instead of failing with "Cannot use a pool after calling
  * end on the pool".

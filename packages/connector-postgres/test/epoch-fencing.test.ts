@@ -8,8 +8,8 @@ import { SinkDriver } from "./helpers/sink-driver.js";
 
 /**
  * Prepared mode against older attempts of the same sink: the epoch in every gid, and the epoch
- * fence around PREPARE TRANSACTION and COMMIT PREPARED (issue 9, item 3 and "fences zombies only
- * partly").
+ * fence around PREPARE TRANSACTION and COMMIT PREPARED: a zombie attempt is fenced off whole, not only
+ * at some of its steps.
  */
 
 interface Event {

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { preparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 
 /**
- * Issue 9, item 10: the warning about an idle connection that failed used to carry the driver's
+ * The warning about an idle connection that failed used to carry the driver's
  * error, which references the whole pg Client — its password and the backend's secret key. Only
  * the error's name, message and code may be logged.
  */

@@ -161,7 +161,7 @@ describe("PostgresSink configuration errors", () => {
   });
 
   it("a newer attempt of the same job takes the sink id over from an older one that never closed", async () => {
-    // Issue 10: the runtime gives up a close that hangs (a frozen process, a dead connection) after
+    // The runtime gives up a close that hangs (a frozen process, a dead connection) after
     // 10 s and starts the next attempt, whose sink must not be refused as a duplicate of the old one.
     const sinkId = uniqueName("takeover");
     const older = new SinkDriver(new PostgresSink<Row>(options(plainUrl, { sinkId })), { incarnation: 1 });

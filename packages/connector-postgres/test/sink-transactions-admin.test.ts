@@ -13,7 +13,7 @@ import { SinkDriver } from "./helpers/sink-driver.js";
 /**
  * `listPostgresSinkTransactions` / `rollbackPostgresSinkTransactions` and `onceflow-postgres
  * transactions list|rollback` against leftovers that real PostgresSinks leave when their process
- * dies after a pre-commit (issue 13, item 3).
+ * dies after a pre-commit.
  */
 
 interface Event {
@@ -116,7 +116,7 @@ beforeAll(async () => {
   await replacement.close();
   await zombie.write(...events(21));
   await zombie.snapshot(2);
-  // A gid of the format before onceflow 0.2 (no epoch) for subtask 0: a later epoch committed since.
+  // A gid in the older form without an epoch for subtask 0: a later epoch committed since.
   const old = await pool.connect();
   try {
     await old.query("BEGIN");

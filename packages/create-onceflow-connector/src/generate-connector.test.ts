@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectorKindNames } from "./connector-kinds.js";
-import { generateConnector, installedOnceflowVersion } from "./generate-connector.js";
+import { generateConnector } from "./generate-connector.js";
+import { builtOnceflowVersion } from "./onceflow-version.js";
 
 let work = "";
 
@@ -86,7 +87,7 @@ describe("generateConnector", () => {
       expect(file).not.toMatch(/__[A-Z_]+__/);
       expect(await readFile(join(written.directory, file), "utf8"), file).not.toMatch(/__[A-Z][A-Z_]+__/);
     }
-    expect(written.onceflowVersion).toBe(installedOnceflowVersion());
+    expect(written.onceflowVersion).toBe(builtOnceflowVersion());
   });
 
   it("the redis kind writes the Redis sink and depends on node-redis", async () => {

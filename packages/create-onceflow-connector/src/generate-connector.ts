@@ -1,10 +1,10 @@
 import { mkdir, readdir, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { ConfigurationError } from "@onceflow/core";
 import type { ConnectorKind } from "./connector-kinds.js";
 import { type ConnectorNames, connectorNames } from "./connector-names.js";
 import { connectorPackageJson } from "./connector-package-json.js";
+import { builtOnceflowVersion } from "./onceflow-version.js";
 import {
   defaultTemplatesDirectory,
   readTemplateLayers,
@@ -27,7 +27,7 @@ export interface GenerateConnectorOptions {
   readonly kind: ConnectorKind;
   /** The folder to write to (created; must be absent or empty). */
   readonly directory: string;
-  /** The @onceflow/* version to depend on (default: the version of the @onceflow/core installed with the generator). */
+  /** The @onceflow/* version to depend on (default: the version of `@onceflow/core` the generator was built with). */
   readonly onceflowVersion?: string;
   /** Where the templates are (default: the package's `templates/`). */
   readonly templatesDirectory?: string;
@@ -51,20 +51,6 @@ export interface GeneratedConnector {
 }
 
 /**
- * The version of the `@onceflow/core` the generator runs with: new connectors depend on `^` it.
- *
- * @example
- * ```ts
- * installedOnceflowVersion(); // "0.1.0"
- * ```
- */
-export function installedOnceflowVersion(): string {
-  const require = createRequire(import.meta.url);
-  const { version } = require("@onceflow/core/package.json") as { version: string };
-  return version;
-}
-
-/**
  * Writes a new connector package: `templates/common` and `templates/<kind>` with the names put in,
  * and its package.json. Refuses (a `ConfigurationError`, code `CONFIGURATION`) a folder that
  * already holds files, so nothing is ever overwritten.
@@ -78,7 +64,7 @@ export function installedOnceflowVersion(): string {
 export async function generateConnector(options: GenerateConnectorOptions): Promise<GeneratedConnector> {
   const names = connectorNames(options.packageName);
   const directory = resolve(options.directory);
-  const onceflowVersion = options.onceflowVersion ?? installedOnceflowVersion();
+  const onceflowVersion = options.onceflowVersion ?? builtOnceflowVersion();
   const existing = await readdir(directory).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return [];
     throw error;

@@ -17,7 +17,7 @@ import { KafkaSourceReader, type KafkaSourceReaderConfig } from "./kafka-source-
 const DEFAULT_DISCOVERY_INTERVAL_MS = 300_000;
 // Records waiting in the buffer outlive young-generation collections and are promoted: a smaller
 // buffer was as fast, and with a reader per thread part of halving the process's memory
-// (bench/README.md, goal 5).
+// (bench/README.md, memory).
 const DEFAULT_MAX_PREFETCH_BYTES = 4 * 1024 * 1024;
 
 /**

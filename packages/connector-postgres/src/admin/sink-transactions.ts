@@ -43,10 +43,10 @@ export interface PostgresSinkTransactionsOptions extends PostgresConnectionOptio
  * ```
  */
 export interface PostgresPreparedTransactionInfo {
-  /** `<sinkId>-<subtask>-<epoch>-<checkpoint>` (`<sinkId>-<subtask>-<checkpoint>` before onceflow 0.2). */
+  /** `<sinkId>-<subtask>-<epoch>-<checkpoint>` (`<sinkId>-<subtask>-<checkpoint>` in the older form, without an epoch). */
   readonly gid: string;
   readonly subtask: number;
-  /** The attempt that prepared it; `undefined` for a gid of the format before onceflow 0.2. */
+  /** The attempt that prepared it; `undefined` for a gid in the older form, without an epoch. */
   readonly epoch: number | undefined;
   readonly checkpointId: number;
   /** When it was prepared (ms since the epoch). */
@@ -334,7 +334,7 @@ async function listWith(
   return { sinkId, prepared, staging };
 }
 
-/** `<subtask>-<epoch>-<checkpoint>`, or `<subtask>-<checkpoint>` (before onceflow 0.2). */
+/** `<subtask>-<epoch>-<checkpoint>`, or `<subtask>-<checkpoint>` (the older form, without an epoch). */
 function parseGid(
   rest: string,
 ): { subtask: number; epoch: number | undefined; checkpointId: number } | undefined {

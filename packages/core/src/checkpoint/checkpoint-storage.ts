@@ -42,7 +42,7 @@ export interface CheckpointMetadata {
   /**
    * The incarnation of the process that wrote it (see {@link CheckpointStorage.claimIncarnation}).
    * `store` refuses the checkpoint with `SUPERSEDED` once a newer incarnation of its scope was
-   * claimed. Absent in checkpoints written by tools and by onceflow before 0.2: never checked.
+   * claimed. Absent in checkpoints written by tools and in older metadata without it: never checked.
    */
   readonly incarnation?: number;
   /**

@@ -5,7 +5,7 @@ import { GeneratorSource } from "../source/generator-source.js";
 import type { CompletedCheckpoint } from "./checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "./memory-checkpoint-storage.js";
 
-// Issue 9, item 3 / invariant 2: a checkpoint whose store timed out is declared failed only once it
+// A late store never lands: a checkpoint whose store timed out is declared failed only once it
 // can no longer land; a store that lands after that is refused, so no later restore picks it.
 
 /** Holds the store of one checkpoint id for a while, then lets it through to the memory storage. */

@@ -6,7 +6,7 @@ import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
 import { Job } from "./job.js";
 
-// Issue 9 item 9 / invariant 6: a job that fails for good leaves nothing pre-committed behind —
+// Nothing prepared outlives its attempt: a job that fails for good leaves nothing pre-committed behind —
 // what a stored checkpoint holds is committed on close (a failed job must not keep its locks), and
 // what only a failed checkpoint held is aborted.
 

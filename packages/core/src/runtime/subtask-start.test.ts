@@ -4,7 +4,7 @@ import type { Sink } from "../sink/sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
 import { Job } from "./job.js";
 
-// Issue 11, goal 4 (restart to work): the subtasks of one process start side by side — one after
+// Start to first checkpoint: the subtasks of one process start side by side — one after
 // another, a Kafka job at parallelism 2 took seconds longer to its first checkpoint.
 
 /** How long a sink's `open` waits for its sibling's before it says it opened alone. */

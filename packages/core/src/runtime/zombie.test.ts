@@ -6,7 +6,7 @@ import { CollectedOutput } from "../sink/collect-sink.js";
 import { GeneratorSource } from "../source/generator-source.js";
 import { Job } from "./job.js";
 
-// Issue 9, item 6 / invariant 4: a frozen process that comes back after its replacement started
+// One live process per scope: a frozen process that comes back after its replacement started
 // can neither store a checkpoint nor restart over it; it stops with SUPERSEDED, whatever its
 // restart strategy, and the replacement's output stays exactly once.
 

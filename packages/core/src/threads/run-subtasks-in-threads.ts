@@ -107,7 +107,7 @@ const DEFAULT_STATUS_INTERVAL_MS = 500;
 /**
  * Each subtask thread's heap limits unless told otherwise (see `SubtaskThreadsOptions.resourceLimits`).
  * 12 MiB until the Kafka sink stopped holding records across a round trip: since then the smaller
- * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md).
+ * young generation saves about 13 % of the memory for about 14 % of the throughput (bench/README.md, memory).
  */
 const DEFAULT_RESOURCE_LIMITS: ResourceLimits = { maxYoungGenerationSizeMb: 48 };
 // A thread whose job ended but that a client's socket keeps alive is terminated after this long.

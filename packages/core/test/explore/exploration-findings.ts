@@ -8,10 +8,10 @@ import {
   Resume,
   StartProcess,
 } from "./explore-commands.js";
-import type { Scenario } from "./issue-scenarios.js";
+import type { Scenario } from "./named-scenarios.js";
 
 /**
- * What the exploration found beyond issue 9, shrunk to fixed operation lists; each failed before its
+ * What the exploration found beyond the named scenarios, shrunk to fixed operation lists; each failed before its
  * fix and must hold now (CI runs them, and `npm run explore -- --scenarios`). A new finding goes
  * here with its fix.
  *

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { explore } from "./exploration.js";
 import { explorationFindings } from "./exploration-findings.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
-import { issueNineScenarios, runScenario } from "./issue-scenarios.js";
+import { namedScenarios, runScenario } from "./named-scenarios.js";
 
 // `npm run explore -- [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] [--workers <n>] | --scenarios`:
 // the in-memory exploration from the command line (the long run, or the replay of a failure that CI
@@ -21,10 +21,10 @@ const { values } = parseArgs({
   },
 });
 if (values.scenarios) {
-  // The fixed operation lists: issue 9's and those the exploration found since; all must hold.
+  // The fixed operation lists: the named scenarios and those the exploration found since; all must hold.
   let failed = false;
   for (const [list, scenarios] of [
-    ["issue 9", issueNineScenarios],
+    ["named scenario", namedScenarios],
     ["found by the exploration", explorationFindings],
   ] as const) {
     for (const scenario of scenarios) {

@@ -4,7 +4,8 @@ import { relative } from "node:path";
 import { formatError } from "@onceflow/core";
 import { type ConnectorKind, connectorKindNames } from "../connector-kinds.js";
 import { connectorNames } from "../connector-names.js";
-import { generateConnector, installedOnceflowVersion } from "../generate-connector.js";
+import { generateConnector } from "../generate-connector.js";
+import { builtOnceflowVersion } from "../onceflow-version.js";
 import { parseCliArguments, parseConnectorKind, usage } from "./cli-arguments.js";
 import { terminalPrompts } from "./terminal-prompts.js";
 
@@ -15,7 +16,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (parsed.version) {
-    console.log(installedOnceflowVersion());
+    console.log(builtOnceflowVersion());
     return 0;
   }
   let { name, kind, directory } = parsed;

@@ -215,6 +215,24 @@ describe("the contract suite catches broken sinks", () => {
     });
   }
 
+  it("names the rule and the methods when a zombie's start cleaned up a newer incarnation's transaction", async () => {
+    const testCase = twoPhaseCommitSinkContractCases(
+      contractOf("CleansUpEverythingAtStartSink", (bucket) => new CleansUpEverythingAtStartSink(bucket)),
+    ).find((each) => each.id === "zombie-start");
+    const error = await outcomeOf(testCase!);
+    expect(error).toBeInstanceOf(ContractViolationError);
+    const { message, details } = error as ContractViolationError;
+    expect(message).toMatch(/^CleansUpEverythingAtStartSink: zombie-start: /);
+    expect(message).toContain("`this.runtimeContext.incarnation`");
+    expect(message).toContain("in every transaction id in `beginTransaction`");
+    expect(message).toContain(
+      "in `finishRecoveringTransactions` never clean up (abort, roll back, delete) a transaction whose incarnation is newer",
+    );
+    // What the suite saw stays in the message.
+    expect(message).toMatch(/What the suite saw: .*was never staged/);
+    expect(details).toMatchObject({ caseId: "zombie-start", rule: expect.stringContaining("incarnation") });
+  });
+
   it("names what is wrong: the duplicated records of a non-idempotent commit", async () => {
     const testCase = twoPhaseCommitSinkContractCases(
       contractOf("NonIdempotentCommitSink", (bucket) => new NonIdempotentCommitSink(bucket)),

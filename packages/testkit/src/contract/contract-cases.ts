@@ -598,13 +598,38 @@ async function runZombieStart<IN, S extends Sink<IN>>(
     // is then stopped (its checkpoints would be refused as SUPERSEDED).
     await zombie.start();
     await zombie.kill();
-    await check.exactly([], "after the zombie's start, before the live instance's restart");
-    // The live instance's restart restores the stored checkpoint.
-    await live.start({ restore: "latest" });
-    await check.exactly(live.inputBefore(stored), "after the restart restored the stored checkpoint");
+    try {
+      await check.exactly([], "after the zombie's start, before the live instance's restart");
+      // The live instance's restart restores the stored checkpoint.
+      await live.start({ restore: "latest" });
+      await check.exactly(live.inputBefore(stored), "after the restart restored the stored checkpoint");
+    } catch (error) {
+      throw zombieStartViolation(contract.name, error);
+    }
     await live.finish(R);
     await check.all();
   });
+}
+
+/** What a sink must do so that a zombie's start leaves a newer incarnation's transactions alone. */
+const NEWER_INCARNATION_RULE =
+  "the transactions of a newer incarnation are not this instance's to clean up: put the incarnation (`this.runtimeContext.incarnation`, the runtime context's `incarnation`) in every transaction id in `beginTransaction`, and in `finishRecoveringTransactions` never clean up (abort, roll back, delete) a transaction whose incarnation is newer than this instance's — that instance is a zombie that resumed after a newer one started";
+
+/**
+ * A failure of the zombie-start case, with the rule it broke: the message names the methods where
+ * the fix goes (the original failure is its `cause`, and stays in the message).
+ */
+function zombieStartViolation(name: string, error: unknown): ContractViolationError {
+  const failure = error instanceof ContractViolationError ? error.message : describeFailure(error);
+  return new ContractViolationError(
+    `${name}: zombie-start: a sink of an older incarnation (a zombie) started after a newer one pre-committed a stored checkpoint, and that checkpoint's records did not commit as they should: ${NEWER_INCARNATION_RULE}. What the suite saw: ${failure}`,
+    {
+      caseId: "zombie-start",
+      rule: NEWER_INCARNATION_RULE,
+      ...(error instanceof ContractViolationError ? error.details : {}),
+    },
+    error,
+  );
 }
 
 async function runTwoSubtasks<IN, S extends Sink<IN>>(

@@ -23,7 +23,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
   return { code, stdout, stderr };
 }
 
-describe("onceflow checkpoints inspect: sink transactions (issue 12)", () => {
+describe("onceflow checkpoints inspect: sink transactions", () => {
   it("shows each sink's transactions of the checkpoint with their checkpoint id and handle", async () => {
     const id = sample.result.lastCheckpointId;
     const run = await cli(["checkpoints", "inspect", "checkpoints", "--job", sample.jobId]);

@@ -6,7 +6,7 @@ import { GeneratorSource } from "../../source/generator-source.js";
 import { Job, type JobResult } from "../job.js";
 import { type Counted, type Reading, RunningCount } from "../testing/running-count.js";
 
-// The restore rule with one process per subtask (issue 9, items 1 and 2): every process of a
+// The restore rule with one process per subtask: every process of a
 // parallelism restores the same lineage whatever their start order, and "latest" goes by id.
 
 const SPLITS = 6;

@@ -12,7 +12,7 @@ import {
 import { ExploredWorld, type Verdict, type WorldSettings } from "./explored-world.js";
 import type { SinkUnderTest } from "./sink-under-test.js";
 
-/** A fixed operation list of the exploration: the shortest known way to each bug of issue 9. */
+/** A fixed operation list of the exploration: the shortest known way to one silent break of exactly-once. */
 export interface Scenario {
   readonly name: string;
   readonly settings: WorldSettings;
@@ -33,16 +33,17 @@ const perSubtask = (parallelism: number): WorldSettings => ({
 const single: WorldSettings = { ...perSubtask(1), deployment: "single" };
 
 /**
- * Issue 9's silent breaks as operation lists (each fails on 343f325): the multi-process rescale with
- * a staggered start (1), the rescale back to an earlier parallelism (1), the wall clock stepped back
- * (2) and the store that lands after its timeout (3), after a restart or within the same attempt.
+ * The silent breaks that the restore rule and the late-store fence prevent, as operation lists (each
+ * broke exactly-once without them): the multi-process rescale with a staggered start, the rescale
+ * back to an earlier parallelism, the wall clock stepped back ("latest" goes by id) and the store
+ * that lands after its timeout, after a restart or within the same attempt.
  *
  * @example
  * ```ts
- * for (const scenario of issueNineScenarios) expect((await runScenario(target, scenario)).problems).toEqual([]);
+ * for (const scenario of namedScenarios) expect((await runScenario(target, scenario)).problems).toEqual([]);
  * ```
  */
-export const issueNineScenarios: readonly Scenario[] = [
+export const namedScenarios: readonly Scenario[] = [
   {
     name: "one process per subtask, 2 → 3, process 0 checkpoints before 1 and 2 start",
     settings: perSubtask(2),
@@ -137,7 +138,7 @@ export const issueNineScenarios: readonly Scenario[] = [
  *
  * @example
  * ```ts
- * const verdict = await runScenario(inMemorySinkUnderTest(), issueNineScenarios[0]!);
+ * const verdict = await runScenario(inMemorySinkUnderTest(), namedScenarios[0]!);
  * ```
  */
 export async function runScenario(target: SinkUnderTest, scenario: Scenario): Promise<Verdict> {
