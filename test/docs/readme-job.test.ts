@@ -35,7 +35,9 @@ async function readmeJob(): Promise<string> {
 
 function run(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd }, (error, stdout, stderr) => {
+    // As a user's shell has it: no log settings of the test run.
+    const { ONCEFLOW_LOG_LEVEL: _level, ONCEFLOW_LOG_FORMAT: _format, ...env } = process.env;
+    execFile(process.execPath, args, { cwd, env }, (error, stdout, stderr) => {
       resolve({
         code: error === null ? 0 : typeof error.code === "number" ? error.code : -1,
         stdout,
