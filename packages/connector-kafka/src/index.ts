@@ -2,6 +2,7 @@ export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
+export { KafkaPrefixClaimedError } from "./errors/prefix-claimed-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";

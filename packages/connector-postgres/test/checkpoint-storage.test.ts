@@ -31,6 +31,25 @@ describeCheckpointStorageContract("PostgresCheckpointStorage", async () => newSt
 });
 
 describe("PostgresCheckpointStorage", () => {
+  it("starts a new incarnation series when the job's rows are deleted (a reset)", async () => {
+    const table = uniqueName("ckpt");
+    const storage = newStorage(table);
+    try {
+      await storage.claimIncarnation("orders", "all");
+      const before = await storage.describeIncarnations("orders");
+      expect(before.newest).toBe(1);
+      // The series row is not a scope.
+      expect(await storage.claimedScopes("orders")).toEqual(["all"]);
+      await sql(url, `DELETE FROM ${table}_owner WHERE job_id = 'orders'`);
+      expect(await storage.claimIncarnation("orders", "all")).toBe(1);
+      const after = await storage.describeIncarnations("orders");
+      expect(after).toEqual({ series: expect.any(String), newest: 1 });
+      expect(after.series).not.toBe(before.series);
+    } finally {
+      await storage.close();
+    }
+  });
+
   it("never shows a partly written checkpoint: a store cut off mid-transaction leaves nothing", async () => {
     const table = uniqueName("ckpt");
     const storage = newStorage(table);

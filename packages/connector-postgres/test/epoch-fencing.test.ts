@@ -149,7 +149,12 @@ describe("PostgresSink prepared mode: attempts are told apart by their epoch", (
       // What a newer process of the sink does first at its start.
       const control = new ControlTables("public", "onceflow_sink_markers", "onceflow_sink_epochs");
       const bumping = control
-        .bumpEpoch(newer, sinkId, 0, 10_000, 2)
+        .bumpEpoch(newer, sinkId, 0, 10_000, {
+          jobId: "test-job",
+          incarnation: 2,
+          series: undefined,
+          newestIncarnation: undefined,
+        })
         .then(async () => preparedGids(url, sinkId));
       await new Promise((resolve) => setTimeout(resolve, 300));
       await blocker.query("ROLLBACK");

@@ -75,13 +75,15 @@ describe.each(["prepared", "staging"] as const)("a zombie's sink start (%s mode)
     // Each zombie said what it kept and why.
     for (const zombie of zombies) {
       expect(zombie.logger.entries.map((entry) => entry.message)).toContainEqual(
-        expect.stringContaining("kept the prepared transactions and staging tables of newer attempts"),
+        expect.stringContaining(
+          "kept the prepared transactions and staging tables of epochs that newer incarnations started",
+        ),
       );
     }
   });
 });
 
-it("adds the bumps column to an epoch table made before it, and records each bump's incarnation", async () => {
+it("adds the bumps and job_id columns to an epoch table made before them, and records each bump's incarnation and the job", async () => {
   const epochTable = uniqueName("old_epochs");
   await sql(
     url,
@@ -104,8 +106,8 @@ it("adds the bumps column to an epoch table made before it, and records each bum
     await driver.start();
     await driver.close();
     expect(
-      await sql(url, `SELECT epoch::int, bumps FROM ${epochTable} WHERE sink_id = $1`, [sinkId]),
-    ).toEqual([{ epoch: 1, bumps: [[1, 3]] }]);
+      await sql(url, `SELECT epoch::int, bumps, job_id FROM ${epochTable} WHERE sink_id = $1`, [sinkId]),
+    ).toEqual([{ epoch: 1, bumps: [[1, 1, 3, null]], job_id: "test-job" }]);
   } finally {
     await sql(url, `DROP TABLE IF EXISTS ${epochTable}`);
   }

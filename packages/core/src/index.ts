@@ -7,6 +7,7 @@ export type {
   CheckpointListener,
   FunctionInitializationContext,
   FunctionSnapshotContext,
+  IncarnationSeriesContext,
   RuntimeContext,
 } from "./api/checkpointed-function.js";
 export { isCheckpointedFunction, isCheckpointListener } from "./api/checkpointed-function.js";
@@ -32,6 +33,7 @@ export type {
   CheckpointStorage,
   ClaimIncarnationOptions,
   CompletedCheckpoint,
+  IncarnationSeries,
   SubtaskStateEntry,
 } from "./checkpoint/checkpoint-storage.js";
 export type { CheckpointingOptions } from "./checkpoint/checkpointing-options.js";
@@ -57,7 +59,11 @@ export type { Dashboard, DashboardOptions } from "./dashboard/serve-dashboard.js
 export { serveDashboard } from "./dashboard/serve-dashboard.js";
 // Errors, logging, metrics
 export { formatError } from "./errors/format-error.js";
-export type { ErrorDetails } from "./errors/onceflow-error.js";
+export type {
+  ErrorDetails,
+  NonRestoredOperatorState,
+  OperatorStateKind,
+} from "./errors/onceflow-error.js";
 export {
   asOnceflowError,
   CheckpointError,
@@ -65,6 +71,7 @@ export {
   DeserializationError,
   ErrorCode,
   isOnceflowError,
+  NonRestoredStateError,
   ONCEFLOW_ERROR_BRAND,
   OnceflowError,
   RecoveryError,

@@ -59,6 +59,10 @@ export class SinkDriver<IN> {
       parallelism?: number;
       /** The incarnation the sink sees (default: one above every earlier start's, as the runtime does). */
       incarnation?: number;
+      /** The job (default `test`). */
+      jobId?: string;
+      /** The checkpoint storage's incarnation series and newest incarnation, as the runtime passes them (absent by default). */
+      incarnationSeries?: { readonly series: string; readonly newest: number };
     } = {},
   ): Promise<SinkDriver<IN>> {
     const driver = new SinkDriver(sink);
@@ -69,12 +73,20 @@ export class SinkDriver<IN> {
       getUnionListState: <T>(descriptor: { name: string }) => listState<T>(driver.state, descriptor.name),
     };
     const context: FunctionInitializationContext = {
-      jobId: "test",
+      jobId: options.jobId ?? "test",
       operatorUid: "kafka-out",
       subtaskIndex: options.subtaskIndex ?? 0,
       parallelism: options.parallelism ?? 1,
       attemptNumber: 0,
       incarnation: options.incarnation ?? ++lastIncarnation,
+      ...(options.incarnationSeries === undefined
+        ? {}
+        : {
+            incarnationSeries: {
+              series: options.incarnationSeries.series,
+              newestIncarnation: async () => options.incarnationSeries?.newest ?? 0,
+            },
+          }),
       checkpointingInterval: undefined,
       logger: driver.logger,
       metrics: driver.metrics,

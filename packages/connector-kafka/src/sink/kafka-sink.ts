@@ -24,8 +24,8 @@ import {
 } from "./fenced-transaction-errors.js";
 import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
 import type { KafkaTransaction } from "./kafka-transaction.js";
-import { findLingeringTransactionalIds } from "./lingering-transactions.js";
-import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
+import { findLingeringTransactionalIds, newestIncarnationOf } from "./lingering-transactions.js";
+import { checkPrefixClaims, claimPrefix, prefixClaimId, releasePrefixClaim } from "./prefix-claims.js";
 import { defaultValueSerializer, type Serializer } from "./serializer.js";
 import { checkTransactionTimeout } from "./transaction-timeout-check.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
@@ -324,6 +324,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
               recovered: attempt.recovered,
               knownIncarnations: attempt.restoredIncarnations,
               poolSize: Math.max(attempt.restoredPoolSize, this.poolSize),
+              ...newestIncarnationOf(context),
             },
             this.logger,
           )),
@@ -331,8 +332,14 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
       ]);
       if (checked.status === "rejected") throw checked.reason;
       if (searched.status === "rejected") throw searched.reason;
-      const { connection, ids, listed } = searched.value;
-      await forEachLimited(ids, FENCE_CONCURRENCY, (id) => connection.fence(id, this.timeoutMs));
+      const { connection, ids, listed, claimedBy } = searched.value;
+      // Another job's sink on this prefix: refused before anything of it is fenced.
+      checkPrefixClaims(this.prefix, context.jobId, claimedBy);
+      // Subtask 0 (re)writes the job's claim of the prefix, which other jobs' starts see.
+      const claim = context.subtaskIndex === 0 ? [prefixClaimId(this.prefix, context.jobId)] : [];
+      await forEachLimited([...ids, ...claim], FENCE_CONCURRENCY, (id) =>
+        connection.fence(id, this.timeoutMs),
+      );
       this.logger.info(
         {
           fenced: ids.length,

@@ -47,6 +47,14 @@ describe("which transactional ids an attempt fences at start", () => {
     ]);
   });
 
+  it("fences ids of incarnations the checkpoint storage never handed out (the run before a reset of the storage)", () => {
+    const listed = [open("orders-out-0-40-0"), open("orders-out-0-8-0"), open("orders-out-1-40-0")];
+    // The storage's newest is 8: 40 is of the series before the reset; 8 is the process that replaced this one.
+    expect(selectLingeringIds(scope, listed, 8)).toEqual(["orders-out-0-40-0"]);
+    // Without the storage's word, every higher incarnation is taken for a newer process's.
+    expect(selectLingeringIds(scope, listed)).toEqual([]);
+  });
+
   it("without ListTransactions, names every slot of the known incarnations, its own and the old format", () => {
     expect(fallbackTransactionalIds({ ...scope, recoveredSubtasks: [0] })).toEqual([
       "orders-out-0-6-0",

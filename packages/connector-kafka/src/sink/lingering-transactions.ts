@@ -1,6 +1,7 @@
-import type { Logger } from "@onceflow/core";
+import type { Logger, RuntimeContext } from "@onceflow/core";
 import { listTransactionsOver } from "../admin/kafka-transactions.js";
 import type { KafkaConnection } from "../internal/kafkajs/internals.js";
+import { jobsClaimingPrefix } from "./prefix-claims.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
 
 /**
@@ -27,6 +28,13 @@ export interface LingeringScope {
   readonly knownIncarnations: ReadonlySet<number | undefined>;
   /** The largest pool size in use now or in the restored checkpoint (for the fallback). */
   readonly poolSize: number;
+  /**
+   * Asks the checkpoint storage for the job's newest incarnation (`RuntimeContext.incarnationSeries`),
+   * after the listing: an id of a higher incarnation was never handed out by this storage — it is
+   * of the run before a reset of the storage (incarnations count from 1 again), so it is fenced.
+   * Without it, every id of a higher incarnation is taken for a newer process's.
+   */
+  readonly newestIncarnation?: () => Promise<number>;
 }
 
 /** Transaction states with something open on the id (or an epoch a writer may still use). */
@@ -50,8 +58,10 @@ function owns(scope: LingeringScope, subtask: number): boolean {
  * Finds the transactional ids that earlier attempts of this subtask may have left a transaction
  * open on: ListTransactions filtered by the sink's prefix (Kafka 3.0+), keeping the ids of the
  * subtasks this one owns, of this or an older incarnation (never a newer one: that is the process
- * that replaced this one), that are not ended and were not just recovered. Every slot and every
- * incarnation is seen, whatever the pool size or parallelism was.
+ * that replaced this one — unless the checkpoint storage never handed that incarnation out: then
+ * it is of the run before a reset of the storage), that are not ended and were not just
+ * recovered. Every slot and every incarnation is seen, whatever the pool size or parallelism was.
+ * The same listing shows the jobs that claimed the prefix (`claimedBy`, see `prefix-claims.ts`).
  *
  * When the brokers refuse ListTransactions (before Kafka 3.0, or a coordinator that keeps
  * answering an error), it falls back to the ids it can name — every slot of the incarnations the
@@ -69,32 +79,48 @@ export async function findLingeringTransactionalIds(
   connection: KafkaConnection,
   scope: LingeringScope,
   logger: Logger,
-): Promise<{ ids: string[]; listed: boolean }> {
+): Promise<{ ids: string[]; listed: boolean; claimedBy: string[] }> {
   let failure: unknown;
   for (let attempt = 1; attempt <= LIST_ATTEMPTS; attempt++) {
+    let found: Awaited<ReturnType<typeof listTransactionsOver>>;
     try {
-      const found = await listTransactionsOver(connection, {
+      found = await listTransactionsOver(connection, {
         prefix: `${scope.prefix}-`,
         states: UNENDED_STATES,
       });
-      return { ids: selectLingeringIds(scope, found), listed: true };
     } catch (error) {
       failure = error;
       if (attempt < LIST_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      continue;
     }
+    // Read after the listing: every id of this series that it shows was claimed before.
+    const newest =
+      scope.newestIncarnation !== undefined &&
+      found.some((transaction) => isOfHigherIncarnation(scope, transaction.transactionalId))
+        ? await scope.newestIncarnation()
+        : undefined;
+    return {
+      ids: selectLingeringIds(scope, found, newest),
+      listed: true,
+      claimedBy: jobsClaimingPrefix(
+        scope.prefix,
+        found.map((transaction) => transaction.transactionalId),
+      ),
+    };
   }
   const ids = fallbackTransactionalIds(scope);
   logger.warn(
     { err: failure, fencing: ids.length },
     `kafka sink: the brokers refused ListTransactions, so lingering transactions of earlier attempts cannot be found by prefix; fencing the ${ids.length} ids the restored checkpoint names instead. Transactions of attempts that never completed a checkpoint may hold read_committed consumers until their transaction timeout: use Kafka 3.0 or newer and allow DESCRIBE on the transactional ids "${scope.prefix}-*" to the sink's principal, or abort them with \`onceflow-kafka transactions abort --prefix ${scope.prefix}- --older-than <ms>\``,
   );
-  return { ids, listed: false };
+  return { ids, listed: false, claimedBy: [] };
 }
 
 /**
  * Of the listed transactions, the ids this attempt must fence: not ended, one of this prefix's
- * pooled ids, of a subtask this one owns, of this or an older incarnation (or without one), and not
- * just recovered.
+ * pooled ids, of a subtask this one owns, of this or an older incarnation (or without one) or of one
+ * above the checkpoint storage's newest (`newestIncarnation`, a run before a storage reset), and
+ * not just recovered.
  *
  * @example
  * ```ts
@@ -104,18 +130,43 @@ export async function findLingeringTransactionalIds(
 export function selectLingeringIds(
   scope: LingeringScope,
   transactions: ReadonlyArray<{ readonly transactionalId: string; readonly state: string }>,
+  newestIncarnation?: number,
 ): string[] {
   return transactions
     .filter((transaction) => UNENDED_STATES.includes(transaction.state))
     .map((transaction) => transaction.transactionalId)
-    .filter((id) => isOwnedLeftover(scope, id));
+    .filter((id) => isOwnedLeftover(scope, id, newestIncarnation));
 }
 
-function isOwnedLeftover(scope: LingeringScope, transactionalId: string): boolean {
+/**
+ * An id of an owned subtask of this or an older incarnation, or of an incarnation above the
+ * storage's newest (`newestIncarnation`: the run before a reset of the checkpoint storage).
+ */
+function isOwnedLeftover(
+  scope: LingeringScope,
+  transactionalId: string,
+  newestIncarnation?: number,
+): boolean {
   if (scope.recovered.has(transactionalId)) return false;
   const parts = TransactionalIdPool.parse(scope.prefix, transactionalId);
   if (parts === undefined || !owns(scope, parts.subtaskIndex)) return false;
-  return parts.incarnation === undefined || parts.incarnation <= scope.incarnation;
+  return (
+    parts.incarnation === undefined ||
+    parts.incarnation <= scope.incarnation ||
+    (newestIncarnation !== undefined && parts.incarnation > newestIncarnation)
+  );
+}
+
+/** An id of an owned subtask of an incarnation above this attempt's: a newer process's, or of the run before a storage reset. */
+function isOfHigherIncarnation(scope: LingeringScope, transactionalId: string): boolean {
+  const parts = TransactionalIdPool.parse(scope.prefix, transactionalId);
+  return (
+    parts !== undefined &&
+    parts.incarnation !== undefined &&
+    parts.incarnation > scope.incarnation &&
+    owns(scope, parts.subtaskIndex) &&
+    !scope.recovered.has(transactionalId)
+  );
 }
 
 /**
@@ -149,4 +200,20 @@ export function fallbackTransactionalIds(scope: LingeringScope): string[] {
     }
   }
   return ids;
+}
+
+/**
+ * The {@link LingeringScope.newestIncarnation} of an attempt: the checkpoint storage's, when the
+ * runtime gave the attempt its incarnation series.
+ *
+ * @example
+ * ```ts
+ * const scope: LingeringScope = { ...facts, ...newestIncarnationOf(context) };
+ * ```
+ */
+export function newestIncarnationOf(
+  context: Pick<RuntimeContext, "incarnationSeries">,
+): Pick<LingeringScope, "newestIncarnation"> {
+  const series = context.incarnationSeries;
+  return series === undefined ? {} : { newestIncarnation: () => series.newestIncarnation() };
 }

@@ -1,4 +1,5 @@
 import { ConfigurationError, type RuntimeContext } from "@onceflow/core";
+import { KafkaPrefixClaimedError } from "../errors/prefix-claimed-error.js";
 
 /** Who holds a `prefix/subtask` in this process: a sink of one attempt of one job. */
 interface PrefixClaim {
@@ -44,7 +45,7 @@ export function claimPrefix(
     if (!olderAttemptOfThisJob) {
       throw new ConfigurationError(
         "transactionalIdPrefix",
-        `"${prefix}" is already used by another running KafkaSink (${current.name}) of subtask ${context.subtaskIndex} in this process: sinks sharing a prefix fence each other's transactions. Give each sink its own transactionalIdPrefix`,
+        `"${prefix}" is already used by another running KafkaSink (${current.name}${current.jobId === context.jobId ? "" : ` of job "${current.jobId}"`}) of subtask ${context.subtaskIndex} in this process${current.jobId === context.jobId ? "" : `, so job "${context.jobId}" cannot use it`}: sinks sharing a prefix fence each other's transactions. Give each sink its own transactionalIdPrefix`,
       );
     }
     tookOverFrom = `${current.name} (incarnation ${current.incarnation}, attempt ${current.attemptNumber})`;
@@ -69,4 +70,58 @@ export function claimPrefix(
  */
 export function releasePrefixClaim(holder: object, key: string | undefined): void {
   if (key !== undefined && claims.get(key)?.holder === holder) claims.delete(key);
+}
+
+// ---- claims between jobs, kept in Kafka ------------------------------------------------------------
+//
+// Within a process the map above keeps two sinks apart. Between processes — two jobs deployed with
+// the same prefix — the claim lives in Kafka: a transactional id `<prefix>-claim.<jobId>`, initialized
+// (InitProducerId) by subtask 0 at every start and never used for a transaction, so the transaction
+// coordinator keeps it (state Empty) until `transactional.id.expiration.ms` after the job's last
+// start. The sink's start lists its prefix's transactions anyway (lingering-transactions.ts): a claim
+// of another job there refuses the start before anything is fenced.
+
+const CLAIM_MARK = "claim.";
+
+/**
+ * The transactional id that marks `jobId`'s claim of `prefix` (it never parses as a pooled id).
+ *
+ * @example
+ * ```ts
+ * prefixClaimId("orders-out", "orders"); // "orders-out-claim.orders"
+ * ```
+ */
+export function prefixClaimId(prefix: string, jobId: string): string {
+  return `${prefix}-${CLAIM_MARK}${jobId}`;
+}
+
+/**
+ * The jobs whose claim of `prefix` is among `transactionalIds`, sorted.
+ *
+ * @example
+ * ```ts
+ * jobsClaimingPrefix("orders-out", ["orders-out-claim.orders", "orders-out-0-3-1"]); // ["orders"]
+ * ```
+ */
+export function jobsClaimingPrefix(prefix: string, transactionalIds: readonly string[]): string[] {
+  const mark = `${prefix}-${CLAIM_MARK}`;
+  return [...new Set(transactionalIds.filter((id) => id.startsWith(mark)).map((id) => id.slice(mark.length)))]
+    .filter((job) => job.length > 0)
+    .sort();
+}
+
+/**
+ * Refuses the start of `jobId`'s sink when another job claimed `prefix`.
+ *
+ * @throws KafkaPrefixClaimedError naming both jobs.
+ * @example
+ * ```ts
+ * checkPrefixClaims("orders-out", "orders", ["orders"]); // fine: its own claim
+ * ```
+ */
+export function checkPrefixClaims(prefix: string, jobId: string, claimedBy: readonly string[]): void {
+  const others = claimedBy.filter((job) => job !== jobId);
+  if (others.length > 0) {
+    throw new KafkaPrefixClaimedError(prefix, jobId, others, (job) => prefixClaimId(prefix, job));
+  }
 }

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   CheckpointError,
   type CheckpointMetadata,
@@ -7,6 +7,7 @@ import {
   type CompletedCheckpoint,
   ConfigurationError,
   fencingScopeOf,
+  type IncarnationSeries,
   type Logger,
   silentLogger,
   supersededError,
@@ -42,6 +43,8 @@ export interface PostgresCheckpointStorageOptions extends PostgresConnectionOpti
 
 // The same rule as core's storages, so a job id that works with `filesystem` works here too.
 const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+/** The `<table>_owner` row that holds a job's incarnation series: no scope name starts with a dot. */
+const SERIES_SCOPE = ".series";
 
 function assertName(setting: "jobId" | "scope", name: string): void {
   if (typeof name !== "string" || !SAFE_NAME.test(name)) {
@@ -361,13 +364,48 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     try {
       const result = await withClient(this.handle.pool, (client) =>
         client.query<{ scope: string }>(
-          `SELECT scope FROM ${this.owners.sql} WHERE job_id = $1 AND scope <> '' ORDER BY scope`,
+          `SELECT scope FROM ${this.owners.sql} WHERE job_id = $1 AND scope <> '' AND scope <> '${SERIES_SCOPE}' ORDER BY scope`,
           [jobId],
         ),
       );
       return result.rows.map((row) => row.scope);
     } catch (error) {
       throw this.failed(error, "CHECKPOINT_FAILED", `listing the claimed scopes of job '${jobId}'`);
+    }
+  }
+
+  /**
+   * The job's incarnation series and newest incarnation (see
+   * `CheckpointStorage.describeIncarnations`). The series is a random number kept in
+   * `<table>_owner` as the row of scope `.series` (no scope name starts with a dot), made when
+   * first asked for: deleting the job's rows (a reset) makes a new one.
+   *
+   * @example
+   * ```ts
+   * const { series, newest } = await storage.describeIncarnations("orders");
+   * ```
+   */
+  async describeIncarnations(jobId: string): Promise<IncarnationSeries> {
+    assertName("jobId", jobId);
+    await this.ensureTables();
+    try {
+      return await withClient(this.handle.pool, async (client) => {
+        // A random 48-bit number; concurrent makers agree on the first (DO NOTHING, then read).
+        await client.query(
+          `INSERT INTO ${this.owners.sql} (job_id, scope, incarnation) VALUES ($1, '${SERIES_SCOPE}', $2)
+           ON CONFLICT (job_id, scope) DO NOTHING`,
+          [jobId, randomBytes(6).readUIntBE(0, 6)],
+        );
+        const rows = await client.query<{ scope: string; incarnation: string }>(
+          `SELECT scope, incarnation::text FROM ${this.owners.sql} WHERE job_id = $1 AND scope IN ('', '${SERIES_SCOPE}')`,
+          [jobId],
+        );
+        const value = (scope: string): string | undefined =>
+          rows.rows.find((row) => row.scope === scope)?.incarnation;
+        return { series: `pg-${value(SERIES_SCOPE) ?? "0"}`, newest: Number(value("") ?? 0) };
+      });
+    } catch (error) {
+      throw this.failed(error, "CHECKPOINT_FAILED", `reading the incarnation series of job '${jobId}'`);
     }
   }
 

@@ -28,6 +28,8 @@ export const PostgresErrorReason = {
   databaseNotFound: "DATABASE_NOT_FOUND",
   /** A sink id is not usable (too long, bad characters, or used twice in this process). */
   invalidSinkId: "INVALID_SINK_ID",
+  /** The sink id is claimed by another job in the epoch table: two jobs would fence each other's transactions. */
+  sinkIdClaimed: "SINK_ID_CLAIMED",
   /** Options that contradict each other or are out of range. */
   invalidOption: "INVALID_OPTION",
   /** No `PostgresSink` ever registered this sink id in the control tables (an admin tool was given a wrong one). */

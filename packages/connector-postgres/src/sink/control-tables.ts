@@ -1,9 +1,19 @@
 import { createHash } from "node:crypto";
-import { TransactionError } from "@onceflow/core";
+import { type RuntimeContext, TransactionError } from "@onceflow/core";
 import type { ClientBase, Pool } from "pg";
-import { type TableName, tableName } from "../sql/identifiers.js";
+import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
+import { literal, type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { asPermissionError } from "../sql/table-schema.js";
+import {
+  type BumpingAttempt,
+  type EpochSpan,
+  newerIncarnationSpans,
+  parseEpochHistory,
+  rangesOfSeries,
+  recordBump,
+  serializeEpochHistory,
+} from "./epoch-history.js";
 
 /** A connection or a pool: anything with `query`. */
 type Queryable = ClientBase | Pool;
@@ -39,7 +49,7 @@ export class ControlTables {
          PRIMARY KEY (sink_id, subtask, checkpoint_id))`,
       `CREATE TABLE IF NOT EXISTS ${this.epochs.sql} (
          sink_id text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL,
-         bumps jsonb NOT NULL DEFAULT '[]', PRIMARY KEY (sink_id, subtask))`,
+         bumps jsonb NOT NULL DEFAULT '[]', job_id text, PRIMARY KEY (sink_id, subtask))`,
     ];
     for (const statement of statements) {
       try {
@@ -55,34 +65,37 @@ export class ControlTables {
         );
       }
     }
-    // Epoch tables made before the bumps column: add it (only then, as ALTER TABLE needs ownership).
-    const column = await client.query(
-      `SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'bumps' AND NOT attisdropped`,
+    // Epoch tables made by earlier versions: add the newer columns (only then, as ALTER TABLE needs ownership).
+    const present = await client.query<{ name: string }>(
+      `SELECT attname AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attname IN ('bumps', 'job_id') AND NOT attisdropped`,
       [this.epochs.sql],
     );
-    if (column.rowCount === 0) {
+    const columns = { bumps: "jsonb NOT NULL DEFAULT '[]'", job_id: "text" };
+    for (const [column, type] of Object.entries(columns)) {
+      if (present.rows.some((row) => row.name === column)) continue;
       try {
-        await client.query(
-          `ALTER TABLE ${this.epochs.sql} ADD COLUMN IF NOT EXISTS bumps jsonb NOT NULL DEFAULT '[]'`,
-        );
+        await client.query(`ALTER TABLE ${this.epochs.sql} ADD COLUMN IF NOT EXISTS ${column} ${type}`);
       } catch (error) {
-        throw asPermissionError(error, "controlSchema", `adding the column bumps to ${this.epochs.sql}`);
+        throw asPermissionError(error, "controlSchema", `adding the column ${column} to ${this.epochs.sql}`);
       }
     }
   }
 
   /**
-   * Starts a new epoch for (sink, subtask), recording which incarnation started it (the row keeps
-   * the last {@link EPOCH_HISTORY} bumps), and says which earlier epochs newer incarnations started:
-   * a zombie's start must not clean up after them. Waits (up to `lockTimeoutMs`) for any commit of
-   * an older epoch that holds the share lock; throws the lock error when that takes longer.
+   * Starts a new epoch for (sink, subtask), recording which incarnation started it (see
+   * `epoch-history.ts`), and says which earlier epochs newer incarnations of the same series
+   * started: a zombie's start must not clean up after them. The row also names the job that uses
+   * the sink id: another job's start is refused. Waits (up to `lockTimeoutMs`) for any commit of an
+   * older epoch that holds the share lock; throws the lock error when that takes longer.
+   *
+   * @throws PostgresConfigurationError `SINK_ID_CLAIMED` when another job uses this sink id.
    */
   async bumpEpoch(
     client: ClientBase,
     sinkId: string,
     subtask: number,
     lockTimeoutMs: number,
-    incarnation: number,
+    attempt: BumpingAttempt,
   ): Promise<EpochBump> {
     await client.query("BEGIN");
     try {
@@ -90,27 +103,40 @@ export class ControlTables {
       // Waits for prepares and commits of older epochs that are in flight (see withEpochFence).
       // It also orders the bumps of (sink, subtask): the history read next is complete.
       await client.query("SELECT pg_advisory_xact_lock($1, $2)", this.fenceKey(sinkId, subtask));
-      const previous = await client.query<{ epoch: string; bumps: unknown }>(
-        `SELECT epoch::text, bumps FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2`,
+      const previous = await client.query<{ epoch: string; bumps: unknown; job_id: string | null }>(
+        `SELECT epoch::text, bumps, job_id FROM ${this.epochs.sql} WHERE sink_id = $1 AND subtask = $2`,
         [sinkId, subtask],
       );
-      const history = epochHistory(previous.rows[0]?.bumps);
+      const claimedBy = previous.rows[0]?.job_id ?? null;
+      if (claimedBy !== null && claimedBy !== attempt.jobId) {
+        throw this.claimedError(sinkId, subtask, claimedBy, attempt.jobId);
+      }
+      const ours = await rangesOfSeries(parseEpochHistory(previous.rows[0]?.bumps), attempt);
       const epoch = Number(previous.rows[0]?.epoch ?? 0) + 1;
-      const bumps = [...history, [epoch, incarnation]].slice(-EPOCH_HISTORY);
       await client.query(
-        `INSERT INTO ${this.epochs.sql} (sink_id, subtask, epoch, bumps) VALUES ($1, $2, $3, $4::jsonb)
-         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = EXCLUDED.epoch, bumps = EXCLUDED.bumps`,
-        [sinkId, subtask, epoch, JSON.stringify(bumps)],
+        `INSERT INTO ${this.epochs.sql} (sink_id, subtask, epoch, bumps, job_id) VALUES ($1, $2, $3, $4::jsonb, $5)
+         ON CONFLICT (sink_id, subtask) DO UPDATE SET epoch = EXCLUDED.epoch, bumps = EXCLUDED.bumps, job_id = EXCLUDED.job_id`,
+        [sinkId, subtask, epoch, serializeEpochHistory(recordBump(ours, epoch, attempt)), attempt.jobId],
       );
       await client.query("COMMIT");
-      return {
-        epoch,
-        epochsOfNewerIncarnations: history.filter(([, by]) => by > incarnation).map(([bumped]) => bumped),
-      };
+      return { epoch, epochsOfNewerIncarnations: newerIncarnationSpans(ours, attempt) };
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       throw error;
     }
+  }
+
+  private claimedError(
+    sinkId: string,
+    subtask: number,
+    claimedBy: string,
+    jobId: string,
+  ): PostgresConfigurationError {
+    return new PostgresConfigurationError(
+      "sinkId",
+      PostgresErrorReason.sinkIdClaimed,
+      `sink id "${sinkId}" is used by job "${claimedBy}" (its row for subtask ${subtask} in ${this.epochs.sql}), so job "${jobId}" cannot use it: sinks of two jobs that share a sink id fence each other's transactions, and data of completed checkpoints fails to commit. Give one of the sinks its own sinkId (option sinkId; the default, <jobId>.<operator uid>, is unique per job). If job "${claimedBy}" is gone for good and job "${jobId}" takes its place, release the id first: UPDATE ${this.epochs.sql} SET job_id = NULL WHERE sink_id = ${literal(sinkId)}`,
+    );
   }
 
   /**
@@ -239,31 +265,35 @@ export class ControlTables {
 }
 
 /**
- * What {@link ControlTables.bumpEpoch} did: the new epoch, and the earlier epochs that newer
- * incarnations had started (any: this attempt is a zombie that resumed, or the checkpoint storage
- * was reset and its incarnations started again).
+ * What {@link ControlTables.bumpEpoch} did: the new epoch, and the spans of earlier epochs that
+ * newer incarnations of the same series had started (any: this attempt is a zombie that resumed).
  *
  * @example
  * ```ts
- * const bump: EpochBump = { epoch: 8, epochsOfNewerIncarnations: [7] };
+ * const bump: EpochBump = { epoch: 8, epochsOfNewerIncarnations: [{ from: 7, to: 7 }] };
  * ```
  */
 export interface EpochBump {
   readonly epoch: number;
-  readonly epochsOfNewerIncarnations: readonly number[];
+  readonly epochsOfNewerIncarnations: readonly EpochSpan[];
 }
 
 /**
- * How many bumps an epoch row remembers with their incarnation. An epoch older than that counts as
- * an older attempt's: a zombie would have to stay frozen through this many restarts of its subtask.
+ * The attempt facts a bump records, from the runtime context.
+ *
+ * @example
+ * ```ts
+ * await control.bumpEpoch(client, sinkId, 0, 10_000, bumpingAttemptOf(context));
+ * ```
  */
-export const EPOCH_HISTORY = 64;
-
-/** The `bumps` column: `[epoch, incarnation]` pairs, oldest first; anything else reads as none. */
-function epochHistory(value: unknown): Array<[number, number]> {
-  if (!Array.isArray(value)) return [];
-  return value.filter(
-    (pair): pair is [number, number] =>
-      Array.isArray(pair) && pair.length === 2 && Number.isFinite(pair[0]) && Number.isFinite(pair[1]),
-  );
+export function bumpingAttemptOf(
+  context: Pick<RuntimeContext, "jobId" | "incarnation" | "incarnationSeries">,
+): BumpingAttempt {
+  const series = context.incarnationSeries;
+  return {
+    jobId: context.jobId,
+    incarnation: context.incarnation,
+    series: series?.series,
+    newestIncarnation: series === undefined ? undefined : () => series.newestIncarnation(),
+  };
 }

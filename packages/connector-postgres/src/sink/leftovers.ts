@@ -65,7 +65,7 @@ export async function rollBackLeftovers(setup: SinkSetup, subtask: number, bump:
   if (kept.length > 0) {
     setup.logger.warn(
       { kept, subtask, epoch: bump.epoch, epochsOfNewerIncarnations: bump.epochsOfNewerIncarnations },
-      "kept the prepared transactions and staging tables of newer attempts: this process is a zombie of an older incarnation (it will be stopped, and the newer process restores them), or the checkpoint storage was reset and its incarnations started again (a later start cleans them up)",
+      "kept the prepared transactions and staging tables of epochs that newer incarnations started: this process is a zombie of an older incarnation (the checkpoint storage stops it; the newer process restarts, restores and commits what its checkpoint holds, and rolls back the rest)",
     );
   }
 }
@@ -78,12 +78,15 @@ export async function rollBackLeftovers(setup: SinkSetup, subtask: number, bump:
  * ```ts
  * isOlderAttempt(6, { epoch: 8, epochsOfNewerIncarnations: [] }); // true
  * isOlderAttempt(9, { epoch: 8, epochsOfNewerIncarnations: [] }); // false: a newer process bumped after this attempt
- * isOlderAttempt(7, { epoch: 8, epochsOfNewerIncarnations: [7] }); // false: this attempt is the zombie
+ * isOlderAttempt(7, { epoch: 8, epochsOfNewerIncarnations: [{ from: 7, to: 7 }] }); // false: this attempt is the zombie
  * ```
  */
 export function isOlderAttempt(epoch: number | undefined, bump: EpochBump): boolean {
   if (epoch === undefined) return true;
-  return epoch < bump.epoch && !bump.epochsOfNewerIncarnations.includes(epoch);
+  return (
+    epoch < bump.epoch &&
+    !bump.epochsOfNewerIncarnations.some((span) => span.from <= epoch && epoch <= span.to)
+  );
 }
 
 /** The epoch in a gid (`<sinkId>-<subtask>-<epoch>-<checkpointId>`) or staging table name (`…_<subtask>_<epoch>_<sequence>`), read from `at`. */

@@ -10,6 +10,7 @@ import {
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import { isTransient, SqlState, sqlState } from "../sql/pg-errors.js";
 import { withClient } from "../sql/pool.js";
+import { bumpingAttemptOf } from "./control-tables.js";
 import { rollBackLeftovers, subtasksWithLeftovers } from "./leftovers.js";
 import type { PostgresSinkMode, PostgresSinkOptions } from "./options.js";
 import { checkSinkId, checkTableOptions, defaultSinkId, invalid, positiveInteger } from "./options-check.js";
@@ -276,7 +277,7 @@ export class PostgresSink<IN> extends TwoPhaseCommitSink<IN, PostgresTransaction
                 setup.sinkId,
                 subtask,
                 this.lockTimeout,
-                this.runtimeContext.incarnation,
+                bumpingAttemptOf(this.runtimeContext),
               ),
             );
       await rollBackLeftovers(setup, subtask, bump);

@@ -13,7 +13,7 @@ import {
   readTableSchema,
   type TableSchema,
 } from "../sql/table-schema.js";
-import { ControlTables } from "./control-tables.js";
+import { bumpingAttemptOf, ControlTables } from "./control-tables.js";
 import type { PostgresSinkMode, PostgresSinkOptions, PostgresSinkTableOptions } from "./options.js";
 import { SEQ_COLUMN, type SinkSetup, type TargetTable } from "./sink-mode.js";
 
@@ -80,7 +80,13 @@ async function inspect<IN>(
       ? undefined
       : await inspectTarget(options, schema, client, mode, sinkId, subtask);
   await control.ensure(client);
-  const bump = await control.bumpEpoch(client, sinkId, subtask, request.lockTimeout, context.incarnation);
+  const bump = await control.bumpEpoch(
+    client,
+    sinkId,
+    subtask,
+    request.lockTimeout,
+    bumpingAttemptOf(context),
+  );
   const epoch = bump.epoch;
   const message =
     request.requestedMode === "auto"

@@ -81,6 +81,11 @@ export class SinkDriver<IN> {
       /** The runtime's attempt in this process (default 0) and the storage's incarnation (default 1). */
       attemptNumber?: number;
       incarnation?: number;
+      /**
+       * The checkpoint storage's incarnation series and its newest incarnation (default: the
+       * driver's own), as the runtime passes them; absent unless set.
+       */
+      incarnationSeries?: { readonly series: string; readonly newest?: number };
     } = {},
   ) {
     this.logger = createMemoryLogger();
@@ -89,6 +94,7 @@ export class SinkDriver<IN> {
   async start(restored?: DriverCheckpoint): Promise<void> {
     this.store = new MemoryStateStore(restored?.state);
     const store = this.store;
+    const series = this.options.incarnationSeries;
     const context: FunctionInitializationContext = {
       jobId: this.options.jobId ?? "test-job",
       operatorUid: this.options.operatorUid ?? "out",
@@ -96,6 +102,14 @@ export class SinkDriver<IN> {
       parallelism: this.options.parallelism ?? 1,
       attemptNumber: this.options.attemptNumber ?? 0,
       incarnation: this.options.incarnation ?? 1,
+      ...(series === undefined
+        ? {}
+        : {
+            incarnationSeries: {
+              series: series.series,
+              newestIncarnation: async () => series.newest ?? this.options.incarnation ?? 1,
+            },
+          }),
       checkpointingInterval: undefined,
       logger: this.logger,
       metrics: createMemoryMetrics(),

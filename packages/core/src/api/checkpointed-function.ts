@@ -28,10 +28,35 @@ export interface RuntimeContext {
    * is off).
    */
   readonly incarnation: number;
+  /**
+   * The series `incarnation` is numbered in (see `CheckpointStorage.describeIncarnations`): a reset
+   * checkpoint storage counts from 1 again in a new series, so a connector that keeps incarnations
+   * outside the storage compares them only within a series. Set by the runtime whenever
+   * checkpointing is on; absent otherwise (and in contexts built by hand).
+   */
+  readonly incarnationSeries?: IncarnationSeriesContext;
   /** The checkpoint interval in ms, or `undefined` when checkpointing is off. */
   readonly checkpointingInterval: number | undefined;
   readonly logger: Logger;
   readonly metrics: Metrics;
+}
+
+/**
+ * The incarnation series of an attempt, and the storage's newest incarnation on demand.
+ *
+ * @example
+ * ```ts
+ * const series = context.incarnationSeries;
+ * if (series !== undefined && leftoverIncarnation > (await series.newestIncarnation())) {
+ *   // never handed out in this series: left by the run before a checkpoint storage reset
+ * }
+ * ```
+ */
+export interface IncarnationSeriesContext {
+  /** The id of the series (made with the storage's incarnation counter). */
+  readonly series: string;
+  /** Asks the checkpoint storage for the job's newest incarnation now: any number above it is of another series. */
+  newestIncarnation(): Promise<number>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { deserialize } from "node:v8";
+import type { OperatorSnapshot } from "../runtime/operators/stream-operator.js";
 import type { SubtaskSnapshot } from "../runtime/subtask.js";
 import type { CheckpointMetadata, CompletedCheckpoint } from "./checkpoint-storage.js";
 
@@ -58,11 +59,7 @@ export function readSinkTransactions(checkpoint: CompletedCheckpoint): Checkpoin
       continue;
     }
     for (const [sink, operator] of Object.entries(snapshot.operators)) {
-      const elements = operator.operatorState?.[SINK_TRANSACTIONS_STATE]?.elements ?? [];
-      for (const element of elements) {
-        const entry = readEntry(element);
-        if (entry !== undefined) transactions.push({ sink, subtaskIndex, ...entry });
-      }
+      for (const entry of sinkTransactionsOf(operator)) transactions.push({ sink, subtaskIndex, ...entry });
     }
   }
   transactions.sort(
@@ -70,6 +67,27 @@ export function readSinkTransactions(checkpoint: CompletedCheckpoint): Checkpoin
       a.sink.localeCompare(b.sink) || a.subtaskIndex - b.subtaskIndex || a.checkpointId - b.checkpointId,
   );
   return { transactions, unreadableSubtasks };
+}
+
+/**
+ * The transactions in one operator's snapshot, when it is a sink built on `TwoPhaseCommitSink`
+ * (none otherwise; elements that are not readable as transactions are left out).
+ *
+ * @example
+ * ```ts
+ * sinkTransactionsOf(snapshot.operators["out"]!).filter((t) => t.kind === "pending");
+ * ```
+ */
+export function sinkTransactionsOf(
+  operator: OperatorSnapshot,
+): Omit<CheckpointTransaction, "sink" | "subtaskIndex">[] {
+  const elements = operator.operatorState?.[SINK_TRANSACTIONS_STATE]?.elements ?? [];
+  const transactions: Omit<CheckpointTransaction, "sink" | "subtaskIndex">[] = [];
+  for (const element of elements) {
+    const entry = readEntry(element);
+    if (entry !== undefined) transactions.push(entry);
+  }
+  return transactions;
 }
 
 /** A source split's position as the checkpoint summary records it. */

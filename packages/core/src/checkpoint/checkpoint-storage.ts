@@ -136,7 +136,36 @@ export interface CheckpointStorage {
    * ```
    */
   claimedScopes(jobId: string): Promise<string[]>;
+  /**
+   * The series the job's incarnation numbers belong to, and the newest number handed out so far.
+   * The series id is made together with the job's incarnation counter and kept as long as it is:
+   * a new or reset storage counts incarnations from 1 again under a new id. Numbers compare only
+   * within one series — a connector that records incarnations outside the storage (an epoch table,
+   * transactional ids) records the series with them, or asks for `newest`: a number above it was
+   * never handed out by this storage.
+   *
+   * @example
+   * ```ts
+   * const { series, newest } = await storage.describeIncarnations("orders"); // { series: "3f9c…", newest: 12 }
+   * ```
+   */
+  describeIncarnations(jobId: string): Promise<IncarnationSeries>;
   close?(): Promise<void>;
+}
+
+/**
+ * What {@link CheckpointStorage.describeIncarnations} answers.
+ *
+ * @example
+ * ```ts
+ * const described: IncarnationSeries = { series: "3f9c2a7be1d04c55", newest: 12 };
+ * ```
+ */
+export interface IncarnationSeries {
+  /** Made with the job's incarnation counter; a reset storage has a new one. */
+  readonly series: string;
+  /** The newest incarnation number handed out for the job (every scope), 0 before the first. */
+  readonly newest: number;
 }
 
 /**

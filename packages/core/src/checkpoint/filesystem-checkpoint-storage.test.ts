@@ -299,3 +299,20 @@ describe("FileSystemCheckpointStorage incarnations on disk", () => {
     await rm(root, { recursive: true, force: true });
   });
 });
+
+describe("FileSystemCheckpointStorage incarnation series", () => {
+  it("starts a new series when the job's folder is deleted (a reset)", async () => {
+    const root = await newRoot();
+    const storage = filesystem(root);
+    await storage.claimIncarnation("orders", "all");
+    const before = await storage.describeIncarnations("orders");
+    expect(before.newest).toBe(1);
+    expect(await storage.claimedScopes("orders")).toEqual(["all"]);
+    await rm(join(root, "orders"), { recursive: true, force: true });
+    expect(await storage.claimIncarnation("orders", "all")).toBe(1);
+    const after = await storage.describeIncarnations("orders");
+    expect(after.newest).toBe(1);
+    expect(after.series).not.toBe(before.series);
+    expect(await filesystem(root).describeIncarnations("orders")).toEqual(after);
+  });
+});

@@ -30,6 +30,7 @@ import type {
   CheckpointStorage,
   ClaimIncarnationOptions,
   CompletedCheckpoint,
+  IncarnationSeries,
 } from "./checkpoint-storage.js";
 import { FileSystemIncarnations } from "./filesystem-incarnations.js";
 import { fencingScopeOf } from "./incarnation.js";
@@ -462,6 +463,14 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   claimedScopes(jobId: string): Promise<string[]> {
     return this.incarnations.claimedScopes(jobId);
+  }
+
+  /**
+   * The job's incarnation series (`<root>/<jobId>/.incarnations/series`, deleted with the
+   * incarnations it numbers) and the newest incarnation. See {@link CheckpointStorage.describeIncarnations}.
+   */
+  describeIncarnations(jobId: string): Promise<IncarnationSeries> {
+    return this.incarnations.describe(jobId);
   }
 
   private scopeDirectory(jobId: string, scope: string): string {

@@ -1,15 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rename, rm } from "node:fs/promises";
+import { link, mkdir, mkdtemp, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointError } from "../errors/onceflow-error.js";
 import { exists, isCode, readDirectories, syncDirectory, writeDurably } from "../files/durable-files.js";
 import { assertCheckpointName, describeCheckpoint } from "./checkpoint-files.js";
-import type { CheckpointMetadata, ClaimIncarnationOptions } from "./checkpoint-storage.js";
+import type { CheckpointMetadata, ClaimIncarnationOptions, IncarnationSeries } from "./checkpoint-storage.js";
 import { fencingScopeOf, supersededError } from "./incarnation.js";
 
 const INCARNATIONS_DIR = ".incarnations";
 const INCARNATION_SCOPE_FILE = "scope";
 const STAGING_DIR = "staging";
+/** The id of the series the numbers under `.incarnations/` belong to: deleted with them. */
+const SERIES_FILE = "series";
 
 interface IncarnationMarker {
   readonly incarnation: number;
@@ -102,6 +104,35 @@ export class FileSystemIncarnations {
       }
       return incarnation;
     }
+  }
+
+  /**
+   * The series of the job's incarnation numbers (`.incarnations/series`, made once: a temporary
+   * file linked into place, so concurrent makers agree on the first) and the newest number.
+   */
+  async describe(jobId: string): Promise<IncarnationSeries> {
+    const root = this.directory(jobId);
+    const path = join(root, SERIES_FILE);
+    let series = await readFile(path, "utf8").catch((error: unknown) => {
+      if (isCode(error, "ENOENT")) return undefined;
+      throw error;
+    });
+    if (series === undefined) {
+      await mkdir(root, { recursive: true });
+      const candidate = join(root, `.series-${randomBytes(6).toString("hex")}`);
+      await writeDurably(candidate, Buffer.from(randomBytes(8).toString("hex"), "utf8"));
+      try {
+        await link(candidate, path);
+        await syncDirectory(root);
+      } catch (error) {
+        if (!isCode(error, "EEXIST")) throw error;
+      } finally {
+        await rm(candidate, { force: true });
+      }
+      series = await readFile(path, "utf8");
+    }
+    const markers = await this.read(jobId);
+    return { series: series.trim(), newest: Math.max(0, ...markers.map((marker) => marker.incarnation)) };
   }
 
   /** The scopes that hold a claim. */

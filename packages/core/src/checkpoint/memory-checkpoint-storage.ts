@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { CheckpointError } from "../errors/onceflow-error.js";
 import {
   assertCheckpointId,
@@ -13,6 +14,7 @@ import type {
   CheckpointStorage,
   ClaimIncarnationOptions,
   CompletedCheckpoint,
+  IncarnationSeries,
 } from "./checkpoint-storage.js";
 import { fencingScopeOf, supersededError } from "./incarnation.js";
 
@@ -39,6 +41,8 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
   /** The newest incarnation of each `jobId/scope`, and the last number handed out per job. */
   private readonly newestIncarnation = new Map<string, number>();
   private readonly lastIncarnation = new Map<string, number>();
+  /** One series per job and storage instance: a new instance is a reset storage. */
+  private readonly series = new Map<string, string>();
 
   async store(checkpoint: CompletedCheckpoint): Promise<void> {
     const metadataJson = validateCheckpointForStore(checkpoint);
@@ -104,6 +108,16 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
     this.lastIncarnation.set(jobId, incarnation);
     this.newestIncarnation.set(scopeKey, incarnation);
     return incarnation;
+  }
+
+  async describeIncarnations(jobId: string): Promise<IncarnationSeries> {
+    assertCheckpointName("jobId", jobId);
+    let series = this.series.get(jobId);
+    if (series === undefined) {
+      series = randomBytes(8).toString("hex");
+      this.series.set(jobId, series);
+    }
+    return { series, newest: this.lastIncarnation.get(jobId) ?? 0 };
   }
 
   async claimedScopes(jobId: string): Promise<string[]> {

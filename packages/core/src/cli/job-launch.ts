@@ -33,7 +33,8 @@ export function launchOptionsOf(
 /**
  * Applies the launch to a job the module built itself (a `job` export): metrics are attached
  * (`job.attachMetrics`), but the subtask is fixed when a job is constructed, so `--subtask` needs
- * `createJob(launch)` — a `CONFIGURATION` error says so.
+ * `createJob(launch)` — a `CONFIGURATION` error says so. `--allow-non-restored-state` likewise: a job's
+ * options are fixed when it is constructed.
  *
  * @example
  * ```ts
@@ -45,6 +46,12 @@ export function applyLaunchToPrebuiltJob(
   exportName: string,
   launch: JobLaunchOptions,
 ): void {
+  if (launch.allowNonRestoredState === true) {
+    throw new ConfigurationError(
+      "--allow-non-restored-state",
+      `export "${exportName}" is a job already built, and its options are fixed when it is constructed: set allowNonRestoredState: true in its options, or ${CREATE_JOB_HINT}`,
+    );
+  }
   if (launch.subtaskIndex !== undefined) {
     throw new ConfigurationError(
       "--subtask",

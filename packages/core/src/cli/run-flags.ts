@@ -13,6 +13,7 @@ export interface RawRunFlags {
   readonly jobExport?: string;
   readonly subtask?: string;
   readonly threads?: boolean;
+  readonly allowNonRestoredState?: boolean;
   readonly threadMaxYoungGeneration?: string;
   readonly threadMaxOldGeneration?: string;
   readonly metricsPort?: string;
@@ -39,6 +40,8 @@ export interface RunFlags {
   readonly subtaskIndex: number | undefined;
   /** `--threads`: every subtask in a worker thread of this process. */
   readonly threads: boolean;
+  /** `--allow-non-restored-state`: drop checkpointed state that no operator claims, with a warning. */
+  readonly allowNonRestoredState: boolean;
   /** `--thread-max-young-generation` / `--thread-max-old-generation`: each thread's heap limits, MiB. */
   readonly threadResourceLimits: {
     readonly maxYoungGenerationSizeMb?: number;
@@ -115,6 +118,7 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
     jobExport: raw.jobExport,
     subtaskIndex: raw.subtask === undefined ? undefined : parseSubtask(raw.subtask, env),
     threads: raw.threads === true,
+    allowNonRestoredState: raw.allowNonRestoredState === true,
     threadResourceLimits: {
       ...(young === undefined
         ? {}

@@ -129,3 +129,32 @@ describe("the flags of onceflow run", () => {
     expect(() => parseSubtask("from-hostname", {})).toThrow(/HOSTNAME is not set/);
   });
 });
+
+describe("onceflow run --allow-non-restored-state", () => {
+  it("hands allowNonRestoredState to createJob(launch), and refuses a prebuilt job", async () => {
+    const path = await module(
+      "allowing.mjs",
+      [
+        "export const launches = [];",
+        "export function createJob(launch) {",
+        "  launches.push(launch);",
+        "  return { execute: async () => 'ok' };",
+        "}",
+      ].join("\n"),
+    );
+    expect(await cli(["run", path, "--allow-non-restored-state"])).toMatchObject({ code: 0 });
+    expect(await cli(["run", path])).toMatchObject({ code: 0 });
+    const imported = (await import(join(cwd, path))) as { launches: unknown[] };
+    expect(imported.launches).toEqual([{ allowNonRestoredState: true }, {}]);
+
+    const prebuilt = await module(
+      "prebuilt-allowing.mjs",
+      "export const job = { execute: async () => 'ok' };\n",
+    );
+    const refused = await cli(["run", prebuilt, "--allow-non-restored-state"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^error \[CONFIGURATION\]: --allow-non-restored-state: export "job" is a job already built.*allowNonRestoredState: true in its options, or export createJob\(launch\)/,
+    );
+  });
+});

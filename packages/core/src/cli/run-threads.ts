@@ -29,6 +29,7 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
   const threads = await runSubtasksInThreads({
     module: pathToFileURL(modulePath),
     ...(flags.jobExport === undefined ? {} : { exportName: flags.jobExport }),
+    ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     metrics: promClient !== undefined,
     handleSignals: true,
     resourceLimits: flags.threadResourceLimits,

@@ -46,6 +46,14 @@ export const ErrorCode = {
    * system says which, the column. Fix the data or the schema, then restart from the checkpoint.
    */
   RECORD_REJECTED: "RECORD_REJECTED",
+  /**
+   * The restored checkpoint holds state that no operator of the job claims: an operator's `uid` was
+   * renamed, or the operator removed. Never retried. `details.operators` names each one and its
+   * kinds of state. Give the operator its old `uid` back, or drop the state on purpose with
+   * `allowNonRestoredState: true` (`onceflow run --allow-non-restored-state`), Flink's
+   * `--allowNonRestoredState`.
+   */
+  NON_RESTORED_STATE: "NON_RESTORED_STATE",
 } as const;
 
 /** One of the {@link ErrorCode} values. */
@@ -188,6 +196,75 @@ export class CheckpointError extends OnceflowError {
 export class RecoveryError extends OnceflowError {
   constructor(message: string, options: { cause?: unknown; details?: ErrorDetails } = {}) {
     super("RECOVERY_FAILED", message, options);
+  }
+}
+
+/**
+ * A kind of state an operator keeps in a checkpoint: its operator state (`ListState`,
+ * `UnionListState`), its keyed state and timers, a source's split positions, or a two-phase-commit
+ * sink's transactions.
+ *
+ * @example
+ * ```ts
+ * const kind: OperatorStateKind = "keyed state";
+ * ```
+ */
+export type OperatorStateKind = "operator state" | "keyed state" | "source positions" | "sink transactions";
+
+/**
+ * State of one operator `uid` in a restored checkpoint that no operator of the job claims.
+ *
+ * @example
+ * ```ts
+ * const state: NonRestoredOperatorState = {
+ *   uid: "count", kinds: ["keyed state"], subtasks: [0, 1], pendingTransactions: [], openTransactions: 0,
+ * };
+ * ```
+ */
+export interface NonRestoredOperatorState {
+  /** The uid the state was stored under. */
+  readonly uid: string;
+  /** What it holds, in a fixed order: operator state, keyed state, source positions, sink transactions. */
+  readonly kinds: readonly OperatorStateKind[];
+  /** The subtasks of this process whose restored share holds it. */
+  readonly subtasks: readonly number[];
+  /**
+   * A sink's transactions pre-committed under these checkpoint ids: not committed by this job if
+   * the state is dropped (those the old run committed before it stopped are already visible).
+   */
+  readonly pendingTransactions: readonly { readonly checkpointId: number; readonly transaction?: string }[];
+  /** A sink's transactions begun after the checkpoint: not aborted by this job if the state is dropped. */
+  readonly openTransactions: number;
+}
+
+/**
+ * The restored checkpoint holds state that no operator of the job claims (code
+ * `NON_RESTORED_STATE`): state is matched to operators by `uid`, and an operator was renamed or
+ * removed. Nothing is dropped silently: give the operator its old `uid` back, or allow dropping the
+ * state with the job option `allowNonRestoredState: true` (`onceflow run
+ * --allow-non-restored-state`).
+ *
+ * @example
+ * ```ts
+ * try { await job.execute(); } catch (error) {
+ *   if (error instanceof NonRestoredStateError) console.error(error.operators.map((state) => state.uid));
+ * }
+ * ```
+ */
+export class NonRestoredStateError extends OnceflowError {
+  /** The restored checkpoint. */
+  readonly checkpointId: number;
+  /** Each unclaimed operator state. */
+  readonly operators: readonly NonRestoredOperatorState[];
+  constructor(
+    message: string,
+    options: { checkpointId: number; operators: readonly NonRestoredOperatorState[] },
+  ) {
+    super("NON_RESTORED_STATE", message, {
+      details: { checkpointId: options.checkpointId, operators: options.operators },
+    });
+    this.checkpointId = options.checkpointId;
+    this.operators = options.operators;
   }
 }
 

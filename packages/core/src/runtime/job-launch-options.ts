@@ -2,7 +2,8 @@ import type { Metrics } from "../observability/metrics.js";
 
 /**
  * What a launcher (the `onceflow run` CLI, a test) hands to a module's `createJob(launch)`: spread
- * it into the job's options so that `--subtask` and `--metrics-port` reach the job.
+ * it into the job's options so that `--subtask`, `--metrics-port` and
+ * `--allow-non-restored-state` reach the job.
  *
  * @example
  * ```ts
@@ -16,6 +17,8 @@ import type { Metrics } from "../observability/metrics.js";
 export interface JobLaunchOptions {
   /** Run only this subtask in this process (`--subtask`). */
   readonly subtaskIndex?: number;
+  /** Drop checkpointed state that no operator claims, with a warning (`--allow-non-restored-state`). */
+  readonly allowNonRestoredState?: boolean;
   /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
   readonly metrics?: Metrics;
 }

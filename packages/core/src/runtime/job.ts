@@ -1,4 +1,5 @@
 import { deserialize } from "node:v8";
+import type { IncarnationSeriesContext } from "../api/checkpointed-function.js";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
@@ -20,6 +21,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
@@ -54,6 +56,13 @@ export interface JobOptions {
   readonly checkpointing?: CheckpointingOptions | false;
   /** Default: exponential-delay (1 s, ×1.5, up to 1 min). */
   readonly restartStrategy?: RestartStrategy;
+  /**
+   * Restore even when the checkpoint holds state that no operator of this job claims (an operator
+   * whose `uid` was renamed or that was removed): that state is dropped with a warning naming it —
+   * for a two-phase-commit sink, its pending transactions are then not committed by this job.
+   * Default false: such a restore fails with `NON_RESTORED_STATE` (Flink's `--allowNonRestoredState`).
+   */
+  readonly allowNonRestoredState?: boolean;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
    * attempt: a restart after a failure always goes on from the latest checkpoint.
@@ -114,6 +123,7 @@ const PERMANENT_CODES = new Set([
   "CHECKPOINT_NOT_FOUND",
   "RECORD_REJECTED",
   "SUPERSEDED",
+  "NON_RESTORED_STATE",
 ]);
 
 /**
@@ -346,6 +356,7 @@ export class Job {
             attempts.incarnation === undefined ? {} : { after: attempts.incarnation },
           );
     attempts.incarnation = incarnation;
+    const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
     // failover after a savepoint restore), never back to the named one.
@@ -395,7 +406,7 @@ export class Job {
       // that did start are closed by shutdown() when another one fails.
       const created = await Promise.allSettled(
         this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan),
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, incarnationSeries),
         ),
       );
       for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
@@ -474,6 +485,13 @@ export class Job {
     for (const subtask of subtasks) await subtask.close(failed, stored);
   }
 
+  /** The series the attempt's incarnation is numbered in, for connectors that keep incarnations outside the storage. */
+  private async incarnationSeriesOf(storage: CheckpointStorage): Promise<IncarnationSeriesContext> {
+    const { series } = await storage.describeIncarnations(this.jobId);
+    const jobId = this.jobId;
+    return { series, newestIncarnation: async () => (await storage.describeIncarnations(jobId)).newest };
+  }
+
   private async planRestore(
     scope: string,
     incarnation: number,
@@ -492,15 +510,38 @@ export class Job {
         operatorsOf: () => undefined,
       };
     }
-    return planRestore({
+    const plan = await planRestore({
       storage: this.storage,
       jobId: this.jobId,
       scope,
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
+      claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
       setting,
       sources,
     });
+    // Before any operator starts: state that no operator claims is refused, or dropped if allowed.
+    checkStateClaims({
+      ...this.stateClaims(),
+      checkpointId: plan.checkpointId,
+      restored: new Map(this.localSubtasks.map((index) => [index, plan.operatorsOf(index)])),
+    });
+    return plan;
+  }
+
+  /** What the state claims on restore are checked against: the job's uids and its option. */
+  private stateClaims(): {
+    jobId: string;
+    claimedUids: string[];
+    allowNonRestoredState: boolean;
+    logger: Logger;
+  } {
+    return {
+      jobId: this.jobId,
+      claimedUids: this.graph.nodes.map((node) => node.uid),
+      allowNonRestoredState: this.options.allowNonRestoredState === true,
+      logger: this.logger,
+    };
   }
 
   private async createSubtask(
@@ -508,6 +549,7 @@ export class Job {
     attemptNumber: number,
     incarnation: number,
     plan: RestorePlan,
+    incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
     const context = {
       subtaskIndex,
@@ -524,6 +566,7 @@ export class Job {
       parallelism: this.parallelism,
       attemptNumber,
       incarnation,
+      ...(incarnationSeries === undefined ? {} : { incarnationSeries }),
       logger,
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,

@@ -30,6 +30,13 @@ export function validateJobOptions(options: JobOptions, parallelism: number): vo
       `must be a whole number from 0 to ${parallelism - 1}, got ${subtaskIndex}`,
     );
   }
+  const allow = options.allowNonRestoredState;
+  if (allow !== undefined && typeof allow !== "boolean") {
+    throw new ConfigurationError(
+      "allowNonRestoredState",
+      `must be true or false, got ${JSON.stringify(allow)}`,
+    );
+  }
   const checkpointing = options.checkpointing;
   if (!checkpointing) return;
   const positive = (setting: string, value: number | undefined, minimum: number): void => {

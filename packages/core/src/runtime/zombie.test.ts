@@ -21,6 +21,7 @@ function frozenView(shared: CheckpointStorage): CheckpointStorage & { freeze(): 
     discard: (jobId, scope, id) => shared.discard(jobId, scope, id),
     claimIncarnation: (jobId, scope, options) => shared.claimIncarnation(jobId, scope, options),
     claimedScopes: (jobId) => shared.claimedScopes(jobId),
+    describeIncarnations: (jobId) => shared.describeIncarnations(jobId),
     async store(checkpoint: CompletedCheckpoint) {
       await gate;
       return shared.store(checkpoint);

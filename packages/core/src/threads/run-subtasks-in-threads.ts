@@ -43,6 +43,11 @@ export interface SubtaskThreadsOptions {
    * per record (medians of three).
    */
   readonly resourceLimits?: ResourceLimits;
+  /**
+   * Hand `allowNonRestoredState: true` to every thread's `createJob(launch)`: state of the checkpoint
+   * that no operator claims is dropped with a warning instead of failing the restore.
+   */
+  readonly allowNonRestoredState?: boolean;
 }
 
 /**
@@ -160,6 +165,7 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
         subtaskIndex,
         metrics: options.metrics === true,
         statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+        allowNonRestoredState: options.allowNonRestoredState === true,
       },
       resourceLimits,
     ),

@@ -44,6 +44,7 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
   }
   const built = await buildThreadJob(factory, {
     subtaskIndex: data.subtaskIndex,
+    ...(data.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
   });
   job = built;

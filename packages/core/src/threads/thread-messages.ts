@@ -6,7 +6,7 @@ import type { JobStatus } from "../runtime/job-status.js";
  *
  * @example
  * ```ts
- * const data: SubtaskThreadData = { moduleUrl: "file:///app/job.js", exportName: "createJob", subtaskIndex: 1, metrics: true, statusIntervalMs: 500 };
+ * const data: SubtaskThreadData = { moduleUrl: "file:///app/job.js", exportName: "createJob", subtaskIndex: 1, metrics: true, statusIntervalMs: 500, allowNonRestoredState: false };
  * ```
  */
 export interface SubtaskThreadData {
@@ -18,6 +18,8 @@ export interface SubtaskThreadData {
   readonly metrics: boolean;
   /** How often the thread posts its job's status. */
   readonly statusIntervalMs: number;
+  /** Hand `allowNonRestoredState: true` to `createJob(launch)`. */
+  readonly allowNonRestoredState: boolean;
 }
 
 /**

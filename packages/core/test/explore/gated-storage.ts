@@ -3,6 +3,7 @@ import type {
   CheckpointStorage,
   ClaimIncarnationOptions,
   CompletedCheckpoint,
+  IncarnationSeries,
 } from "../../src/index.js";
 import { CheckpointError } from "../../src/index.js";
 import type { ProcessGate } from "./process-gate.js";
@@ -112,6 +113,11 @@ export class GatedStorage implements CheckpointStorage {
 
   claimedScopes(jobId: string): Promise<string[]> {
     return this.gate.pass(() => this.shared.claimedScopes(jobId));
+  }
+
+  describeIncarnations(jobId: string): Promise<IncarnationSeries> {
+    // Not a step of the model: it changes nothing in the storage.
+    return this.shared.describeIncarnations(jobId);
   }
 
   claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number> {

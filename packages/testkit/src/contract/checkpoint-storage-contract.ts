@@ -67,7 +67,8 @@ function incarnationCheckpoint(
  * The behaviour every {@link CheckpointStorage} must have, as a vitest suite: round trips, ordering,
  * atomic refusal of bad input, copies not shared buffers, idempotent discard, isolation of jobs and
  * scopes, safe names, retention, incarnations (`claimIncarnation`: numbers growing job-wide, fencing
- * of older incarnations' stores, `after`, concurrent claims, stores racing a claim), with a `reopen`
+ * of older incarnations' stores, `after`, concurrent claims, stores racing a claim; `describeIncarnations`:
+ * one series per storage and job, the newest number), with a `reopen`
  * hook incarnations shared between instances, and with a `corrupt` hook corruption detection. Run it
  * on your own storage from a vitest file; this repository runs it on the memory, filesystem and
  * PostgreSQL storages.
@@ -526,6 +527,44 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
           }
         });
       }
+
+      describe("describeIncarnations", () => {
+        it("keeps one series for the job's incarnations, and says the newest one handed out", async () => {
+          const before = await storage.describeIncarnations("orders");
+          expect(before.newest).toBe(0);
+          expect(before.series).toMatch(/\S/);
+          await storage.claimIncarnation("orders", A);
+          const newest = await storage.claimIncarnation("orders", B);
+          expect(await storage.describeIncarnations("orders")).toEqual({ series: before.series, newest });
+          expect((await storage.describeIncarnations("returns")).newest).toBe(0);
+        });
+
+        it("a new storage counts its incarnations in another series", async () => {
+          const series = (await storage.describeIncarnations("orders")).series;
+          const other = await createStorage();
+          try {
+            expect((await other.describeIncarnations("orders")).series).not.toBe(series);
+          } finally {
+            await options.cleanup?.(other);
+            await other.close?.();
+          }
+        });
+
+        if (options.reopen !== undefined) {
+          const reopen = options.reopen;
+          it("is the same through every instance on the same data", async () => {
+            const series = (await storage.describeIncarnations("orders")).series;
+            const other = await reopen(storage);
+            try {
+              const newest = await other.claimIncarnation("orders", A);
+              expect(await storage.describeIncarnations("orders")).toEqual({ series, newest });
+              expect(await other.describeIncarnations("orders")).toEqual({ series, newest });
+            } finally {
+              await other.close?.();
+            }
+          });
+        }
+      });
 
       it("rejects job ids and scopes that are not safe names", async () => {
         for (const bad of ["", "..", "a/b"]) {

@@ -5,6 +5,7 @@ import {
   type ClaimIncarnationOptions,
   type CompletedCheckpoint,
   ConfigurationError,
+  type IncarnationSeries,
 } from "@onceflow/core";
 
 /**
@@ -192,6 +193,10 @@ export class FaultyCheckpointStorage implements CheckpointStorage {
 
   claimedScopes(jobId: string): Promise<string[]> {
     return this.storage.claimedScopes(jobId);
+  }
+
+  describeIncarnations(jobId: string): Promise<IncarnationSeries> {
+    return this.storage.describeIncarnations(jobId);
   }
 
   async close(): Promise<void> {

@@ -47,6 +47,10 @@ export function addRunCommand(
     .option("--job-export <name>", "the export to run instead: a Job, or a function returning one")
     .option("--subtask <index>", "run only this subtask: a number, or from-hostname (the -<n> of HOSTNAME)")
     .option(
+      "--allow-non-restored-state",
+      "restore even when the checkpoint holds state no operator claims (a renamed or removed uid): that state is dropped, with a warning",
+    )
+    .option(
       "--threads",
       "run every subtask in its own worker thread of this process (uses one core per subtask)",
     )
@@ -129,7 +133,10 @@ async function runModuleJob(
   const job = await findJob(
     exports,
     flags.jobExport,
-    launchOptionsOf(flags.subtaskIndex, metrics),
+    {
+      ...launchOptionsOf(flags.subtaskIndex, metrics),
+      ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
+    },
     ranAtImport,
   );
   const services = await startRunServices(job, flags, metrics, io);

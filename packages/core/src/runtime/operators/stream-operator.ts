@@ -1,4 +1,4 @@
-import type { FunctionSnapshotContext } from "../../api/checkpointed-function.js";
+import type { FunctionSnapshotContext, IncarnationSeriesContext } from "../../api/checkpointed-function.js";
 import type { Logger } from "../../observability/logger.js";
 import { type Counter, type MetricLabels, MetricNames, type Metrics } from "../../observability/metrics.js";
 import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
@@ -34,6 +34,8 @@ export interface OperatorEnvironment {
   readonly attemptNumber: number;
   /** The attempt's incarnation (see `RuntimeContext.incarnation`). */
   readonly incarnation: number;
+  /** The series of `incarnation` (see `RuntimeContext.incarnationSeries`); absent without checkpointing. */
+  readonly incarnationSeries?: IncarnationSeriesContext;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** The restored checkpoint's id, or undefined on a fresh start. */

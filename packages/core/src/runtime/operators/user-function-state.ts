@@ -28,6 +28,9 @@ export class UserFunctionState {
       parallelism: environment.parallelism,
       attemptNumber: environment.attemptNumber,
       incarnation: environment.incarnation,
+      ...(environment.incarnationSeries === undefined
+        ? {}
+        : { incarnationSeries: environment.incarnationSeries }),
       checkpointingInterval: environment.checkpointingInterval,
       logger: environment.logger.child({ operator: operatorUid, subtask: environment.subtaskIndex }),
       metrics: environment.metrics,

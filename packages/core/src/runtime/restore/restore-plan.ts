@@ -55,6 +55,14 @@ export interface RestoreRequest {
    */
   readonly incarnation?: number;
   readonly shape: LineageShape;
+  /**
+   * Checks a new lineage's redistributed state (from the old subtasks' `from`) before it is stored:
+   * throws to refuse state that no operator claims, or removes what is allowed to be dropped.
+   */
+  readonly claimRedistributed?: (
+    perSubtask: Map<number, Record<string, OperatorSnapshot>>,
+    from: readonly SubtaskSnapshot[],
+  ) => void;
   readonly setting: RestoreSetting;
   readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
 }
@@ -290,6 +298,7 @@ async function createLineage(
     request.shape.parallelism,
     request.sources,
   );
+  request.claimRedistributed?.(perSubtask, oldSnapshots);
   const snapshots = new Map<number, SubtaskSnapshot>();
   const subtaskStates = new Map<number, Buffer>();
   for (let index = 0; index < request.shape.parallelism; index++) {
