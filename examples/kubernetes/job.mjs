@@ -3,8 +3,8 @@
 //
 //   onceflow run /app/job/job.mjs --subtask from-hostname --metrics-port 9464 --metrics-host 0.0.0.0
 //
-// The CLI calls createJob(launch) with launch = { subtaskIndex, metrics } (from --subtask and
-// --metrics-port); everything else comes from the environment (see settingsFrom), so the same file
+// The CLI calls createJob(launch) with launch = { subtaskIndex, metrics, restore } (from --subtask,
+// --metrics-port and --restore); everything else comes from the environment (see settingsFrom), so the same file
 // serves every pod and every parallelism. Plain JavaScript (ESM), so a ConfigMap can hold it as is.
 import { Deserializers, KafkaSource } from "@onceflow/connector-kafka";
 import { PostgresCheckpointStorage, PostgresSink } from "@onceflow/connector-postgres";
@@ -62,7 +62,7 @@ export function stopBudgetMs(settings) {
 
 /**
  * Builds the job. `launch` is what `onceflow run` hands over — `subtaskIndex` from `--subtask`,
- * `metrics` from `--metrics-port` — and is spread into the job's options.
+ * `metrics` from `--metrics-port`, `restore` from `--restore` — and is spread into the job's options.
  *
  * @param {import("@onceflow/core").JobLaunchOptions} [launch]
  * @example

@@ -2,6 +2,7 @@ import { ConfigurationError } from "../errors/onceflow-error.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { JobLaunchOptions } from "../runtime/job-launch-options.js";
 import type { JobStatus } from "../runtime/job-status.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /** What the launch checks of a job: the runtime's `Job` has both (duck-typed). */
 interface LaunchableJob {
@@ -18,15 +19,18 @@ const CREATE_JOB_HINT =
  * @example
  * ```ts
  * launchOptionsOf(2, undefined); // { subtaskIndex: 2 }
+ * launchOptionsOf(undefined, undefined, { checkpointId: 7 }); // { restore: { checkpointId: 7 } }
  * ```
  */
 export function launchOptionsOf(
   subtaskIndex: number | undefined,
   metrics: Metrics | undefined,
+  restore?: RestoreSetting,
 ): JobLaunchOptions {
   return {
     ...(subtaskIndex === undefined ? {} : { subtaskIndex }),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(restore === undefined ? {} : { restore }),
   };
 }
 
@@ -56,6 +60,12 @@ export function applyLaunchToPrebuiltJob(
     throw new ConfigurationError(
       "--subtask",
       `export "${exportName}" is a job already built, and a job's subtask is fixed when it is constructed: ${CREATE_JOB_HINT}`,
+    );
+  }
+  if (launch.restore !== undefined) {
+    throw new ConfigurationError(
+      "--restore",
+      `export "${exportName}" is a job already built, and where a job starts is fixed when it is constructed: ${CREATE_JOB_HINT}`,
     );
   }
   if (launch.metrics === undefined) return;

@@ -1,5 +1,6 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import { isLogLevel, type LogFormat, type LogLevel } from "../observability/logger.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
  * The flags of `onceflow run` as commander hands them over (strings, unparsed).
@@ -25,6 +26,7 @@ export interface RawRunFlags {
   readonly logFormat?: string;
   /** False with `--no-default-metrics`. */
   readonly defaultMetrics?: boolean;
+  readonly restore?: string;
 }
 
 /**
@@ -58,6 +60,8 @@ export interface RunFlags {
   readonly logFormat: LogFormat | undefined;
   /** Serve prom-client's `process_*` and `nodejs_*` metrics beside the job's (`--no-default-metrics`: not). */
   readonly defaultMetrics: boolean;
+  /** `--restore`: where the job starts (the job's `restore` option), applied once. */
+  readonly restore: RestoreSetting | undefined;
 }
 
 const MIB = "a whole number of MiB ≥ 1";
@@ -135,9 +139,25 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
         : parseWhole("--ready-max-checkpoint-age", raw.readyMaxCheckpointAge, 1),
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
+    restore: raw.restore === undefined ? undefined : parseRestore(raw.restore),
     logLevel,
     logFormat,
     defaultMetrics: raw.defaultMetrics !== false,
+  };
+}
+
+/**
+ * `--restore`: `latest`, `none`, or a checkpoint id (a whole number ≥ 1).
+ *
+ * @example
+ * ```ts
+ * parseRestore("42"); // { checkpointId: 42 }
+ * ```
+ */
+export function parseRestore(value: string): RestoreSetting {
+  if (value === "latest" || value === "none") return value;
+  return {
+    checkpointId: parseWhole("--restore", value, 1, "latest, none or a checkpoint id (a whole number ≥ 1)"),
   };
 }
 

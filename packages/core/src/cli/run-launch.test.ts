@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliOptions, runCli } from "./program.js";
-import { parseRunFlags, parseSubtask } from "./run-flags.js";
+import { parseRestore, parseRunFlags, parseSubtask } from "./run-flags.js";
 
 let cwd: string;
 beforeAll(async () => {
@@ -65,6 +65,47 @@ describe("onceflow run --subtask", () => {
     const ignored = await cli(["run", ignoring, "--subtask", "1"]);
     expect(ignored.code).toBe(1);
     expect(ignored.stderr).toContain("returned a job that runs subtask(s) 0, 1, 2, not 1: spread launch");
+  });
+});
+
+describe("onceflow run --restore", () => {
+  it("hands where the job starts to createJob(launch), and refuses a prebuilt job", async () => {
+    const path = await module(
+      "restored.mjs",
+      [
+        "export const launches = [];",
+        "export function createJob(launch) {",
+        "  launches.push(launch);",
+        "  return { execute: async () => 'ok' };",
+        "}",
+      ].join("\n"),
+    );
+    for (const setting of ["7", "none", "latest"]) {
+      expect(await cli(["run", path, "--restore", setting])).toMatchObject({ code: 0 });
+    }
+    const imported = (await import(join(cwd, path))) as { launches: unknown[] };
+    expect(imported.launches).toEqual([
+      { restore: { checkpointId: 7 } },
+      { restore: "none" },
+      { restore: "latest" },
+    ]);
+    const prebuilt = await module(
+      "prebuilt-restore.mjs",
+      "export const job = { execute: async () => 'ok' };\n",
+    );
+    const refused = await cli(["run", prebuilt, "--restore", "7"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^error \[CONFIGURATION\]: --restore: export "job" is a job already built/,
+    );
+  });
+
+  it("takes latest, none or a checkpoint id, and says what else it takes", () => {
+    expect(parseRestore("latest")).toBe("latest");
+    expect(parseRestore("none")).toBe("none");
+    expect(parseRestore("12")).toEqual({ checkpointId: 12 });
+    expect(() => parseRestore("0")).toThrow(/--restore.*latest, none or a checkpoint id/);
+    expect(() => parseRestore("newest")).toThrow(/--restore.*latest, none or a checkpoint id/);
   });
 });
 

@@ -33,6 +33,7 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
     metrics: promClient !== undefined,
     handleSignals: true,
     resourceLimits: flags.threadResourceLimits,
+    ...(flags.restore === undefined ? {} : { restore: flags.restore }),
   });
   io.stdout(
     `running ${threads.parallelism} subtask(s) of ${threads.jobId} in threads ${threads.threadIds.join(", ")} of process ${process.pid}\n`,

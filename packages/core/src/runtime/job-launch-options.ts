@@ -1,4 +1,5 @@
 import type { Metrics } from "../observability/metrics.js";
+import type { RestoreSetting } from "./restore/restore-plan.js";
 
 /**
  * What a launcher (the `onceflow run` CLI, a test) hands to a module's `createJob(launch)`: spread
@@ -21,4 +22,9 @@ export interface JobLaunchOptions {
   readonly allowNonRestoredState?: boolean;
   /** Report metrics here (the CLI's Prometheus registry with `--metrics-port`). */
   readonly metrics?: Metrics;
+  /**
+   * Where the job starts (`--restore`): `"latest"`, `"none"` or `{ checkpointId }`, the job's
+   * `restore` option. `"none"` and a checkpoint are applied once (see the restore rule).
+   */
+  readonly restore?: RestoreSetting;
 }

@@ -21,6 +21,7 @@ import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controlle
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
+import { describeStartRequest } from "./restore/start-request.js";
 import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
@@ -65,7 +66,11 @@ export interface JobOptions {
   readonly allowNonRestoredState?: boolean;
   /**
    * Where the job starts: `"latest"` (default), `"none"`, or `{ checkpointId }`. Only the first
-   * attempt: a restart after a failure always goes on from the latest checkpoint.
+   * attempt that gets as far as its restore: a restart after a failure goes on from the latest
+   * checkpoint. `"none"` and
+   * `{ checkpointId }` are applied once: they start a lineage of their own, and a process started
+   * again with the same setting (a restarted pod, a sibling process) goes on from that lineage's
+   * latest checkpoint.
    */
   readonly restore?: RestoreSetting;
   /**
@@ -265,6 +270,7 @@ export class Job {
       incarnation: undefined,
       lastCheckpointId: 0,
       firstRestoredCheckpointId: undefined,
+      planned: false,
     };
     try {
       this.storage = this.resolveStorage();
@@ -359,14 +365,16 @@ export class Job {
     const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
     this.tracker.restoring(attemptNumber);
     // `restore` names where the job starts; a restart goes on from the latest checkpoint (Flink's
-    // failover after a savepoint restore), never back to the named one.
+    // failover after a savepoint restore), never back to the named one — unless no attempt got as far
+    // as planning its restore: then the setting is not applied yet (a restore applied already is
+    // skipped anyway, its lineage records it).
     const plan = await this.planRestore(
       scope,
       incarnation,
       runsAll,
-      attemptNumber === 0 ? (this.options.restore ?? "latest") : "latest",
+      attempts.planned ? "latest" : (this.options.restore ?? "latest"),
     );
-    if (attemptNumber === 0) {
+    if (!attempts.planned) {
       attempts.firstRestoredCheckpointId = plan.checkpointId;
       attempts.firstRestoredFinal =
         plan.restoredFrom.length > 0 &&
@@ -374,6 +382,8 @@ export class Job {
           (metadata) => metadata.isFinal && metadata.summary.endedBy === "end-of-input",
         );
     }
+    attempts.planned = true;
+    this.logStartRequest(plan);
     if (plan.checkpointId !== undefined) {
       this.logger.info(
         {
@@ -385,10 +395,11 @@ export class Job {
         "restoring checkpoint",
       );
     }
-    if (plan.newerCheckpointId !== undefined && attemptNumber === 0) {
+    const named = plan.started?.request;
+    if (plan.newerCheckpointId !== undefined && named !== undefined && named !== "none") {
       this.logger.warn(
-        { checkpointId: plan.checkpointId, newestCheckpointId: plan.newerCheckpointId },
-        `restoring checkpoint ${plan.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${plan.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
+        { checkpointId: named.checkpointId, newestCheckpointId: plan.newerCheckpointId },
+        `restoring checkpoint ${named.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${named.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
       );
     }
     const subtasks: Subtask[] = [];
@@ -464,6 +475,26 @@ export class Job {
         attempts.incarnation = coordinator.currentIncarnation;
         attempts.lastCheckpointId = Math.max(attempts.lastCheckpointId, coordinator.latestCheckpointId);
       }
+    }
+  }
+
+  /** Says what `restore: "none"` or a named checkpoint did: started a lineage, or was applied before. */
+  private logStartRequest(plan: RestorePlan): void {
+    if (plan.started !== undefined) {
+      const { request, derivedFrom } = plan.started;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId: plan.lineage, derivedFrom },
+        request === "none"
+          ? `restore "none": starting empty as lineage ${plan.lineage} (its empty base checkpoint ${plan.lineage} records the fresh start); processes started later with the same setting go on from this lineage's latest checkpoint`
+          : `restoring checkpoint ${request.checkpointId} as lineage ${plan.lineage}: base checkpoint ${plan.lineage} holds every subtask's state at checkpoint ${request.checkpointId} and records the restore; processes started later with the same setting go on from this lineage's latest checkpoint instead of going back to checkpoint ${request.checkpointId}`,
+      );
+    }
+    if (plan.alreadyApplied !== undefined) {
+      const { request, baseCheckpointId } = plan.alreadyApplied;
+      this.logger.info(
+        { restore: request, lineage: plan.lineage, baseCheckpointId, checkpointId: plan.checkpointId },
+        `${describeStartRequest(request)} skipped: it was applied already (lineage ${baseCheckpointId} started from it), so this process goes on from ${plan.checkpointId === undefined ? "empty state in that lineage (none of its checkpoints is for this process yet)" : `checkpoint ${plan.checkpointId}, the latest of that lineage for this process`}. To apply it again, restore that lineage's base checkpoint ${baseCheckpointId} by its id`,
+      );
     }
   }
 
@@ -665,8 +696,10 @@ interface AttemptLineage {
   lastCheckpointId: number;
   /** Whether the first attempt restored the final checkpoint of a run whose input had ended. */
   firstRestoredFinal?: boolean;
-  /** What the first attempt restored (also when it failed). */
+  /** What the first attempt that planned its restore restored (also when it failed later). */
   firstRestoredCheckpointId: number | undefined;
+  /** An attempt planned its restore: `restore` was applied (or skipped), later attempts restore "latest". */
+  planned: boolean;
 }
 
 /**

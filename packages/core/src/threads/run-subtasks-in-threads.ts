@@ -4,6 +4,7 @@ import { type ResourceLimits, Worker } from "node:worker_threads";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { ConfigurationError, ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
 import type { JobStatus } from "../runtime/job-status.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 import { type AggregatedMetrics, aggregateMetrics, loadPromClient } from "./aggregate-metrics.js";
 import { combineStatuses, startingStatus } from "./combine-statuses.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob, threadPlanOf } from "./thread-job.js";
@@ -33,6 +34,11 @@ export interface SubtaskThreadsOptions {
   readonly handleSignals?: boolean;
   /** How often each thread posts its job's status to the main thread (default 500 ms). */
   readonly statusIntervalMs?: number;
+  /**
+   * Where every thread's job starts (`JobLaunchOptions.restore`, the CLI's `--restore`). `"none"` and
+   * a checkpoint id are applied once, by the first thread; the others go on from the lineage it starts.
+   */
+  readonly restore?: RestoreSetting;
   /**
    * The V8 heap limits of each subtask's thread (`worker_threads` `resourceLimits`), in MiB, over
    * the default `{ maxYoungGenerationSizeMb: 48 }` (V8's own sizing, written out). A thread past
@@ -163,6 +169,7 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
         moduleUrl,
         exportName: options.exportName ?? "createJob",
         subtaskIndex,
+        ...(options.restore === undefined ? {} : { restore: options.restore }),
         metrics: options.metrics === true,
         statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
         allowNonRestoredState: options.allowNonRestoredState === true,

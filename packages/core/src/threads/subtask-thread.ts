@@ -46,6 +46,7 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
     subtaskIndex: data.subtaskIndex,
     ...(data.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(data.restore === undefined ? {} : { restore: data.restore }),
   });
   job = built;
   const postStatus = (): void => post({ type: "status", status: built.status() });

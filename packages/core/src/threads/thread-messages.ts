@@ -1,4 +1,5 @@
 import type { JobStatus } from "../runtime/job-status.js";
+import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
  * What the main thread hands to each subtask thread (`workerData`): which module to import, which
@@ -14,6 +15,8 @@ export interface SubtaskThreadData {
   /** The export that builds the job from `JobLaunchOptions` (`createJob` unless named). */
   readonly exportName: string;
   readonly subtaskIndex: number;
+  /** Where the job starts, when the launcher says (`--restore`). */
+  readonly restore?: RestoreSetting;
   /** Report metrics into a prom-client registry of the thread, which the main thread aggregates. */
   readonly metrics: boolean;
   /** How often the thread posts its job's status. */

@@ -16,6 +16,7 @@ describe("exploring the checkpoint protocol's interleavings", () => {
       ...replay,
       replayFile: `${file} -t in-memory`,
       faultyCommits: true,
+      freshStarts: true,
       timeLimitMs: 60_000,
     });
     expect(result.failed, result.report).toBe(false);

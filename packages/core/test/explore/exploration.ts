@@ -16,6 +16,8 @@ export interface ExplorationOptions {
   readonly maxCommands?: number;
   /** Only for systems that can inject commit faults. */
   readonly faultyCommits?: boolean;
+  /** Fresh starts and storage resets: only for systems that tell who wrote what (`visibleByWriter`). */
+  readonly freshStarts?: boolean;
   /**
    * How the report says to replay a failure: the CLI (default), or a vitest file given the
    * EXPLORE_SEED, EXPLORE_PATH and EXPLORE_COMMANDS_PATH variables (see {@link explorationFromEnvironment}).
@@ -61,11 +63,18 @@ export async function explore(options: ExplorationOptions): Promise<ExplorationR
   const property = fc.asyncProperty(
     settingsArbitrary,
     fc.shuffledSubarray([0, 1, 2], { minLength: 0, maxLength: 3 }),
-    fc.commands(exploreCommands({ splits: 6, faultyCommits: options.faultyCommits ?? false }), {
-      maxCommands: options.maxCommands ?? 30,
-      size: "max",
-      ...(options.commandsPath === undefined ? {} : { replayPath: options.commandsPath }),
-    }),
+    fc.commands(
+      exploreCommands({
+        splits: 6,
+        faultyCommits: options.faultyCommits ?? false,
+        freshStarts: options.freshStarts ?? false,
+      }),
+      {
+        maxCommands: options.maxCommands ?? 30,
+        size: "max",
+        ...(options.commandsPath === undefined ? {} : { replayPath: options.commandsPath }),
+      },
+    ),
     fc.shuffledSubarray([0, 1, 2], { minLength: 3, maxLength: 3 }),
     fc.boolean(),
     async (settings, startOrder, commands, finalOrder, finalStaggered) => {

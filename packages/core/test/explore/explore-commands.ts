@@ -47,21 +47,49 @@ export class ArriveEverywhere extends WorldCommand {
   }
 }
 
+/** Starts a process for a slot with the deployment's arguments: a pod Kubernetes (re)starts. */
 export class StartProcess extends WorldCommand {
+  constructor(readonly slot: number) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    world.startProcess(this.slot);
+    await world.settle();
+  }
+  toString() {
+    return `start(slot ${this.slot})`;
+  }
+}
+
+/**
+ * A new deployment with a restore setting in its arguments, the old one stopped first: the job's
+ * newest checkpoint named by its id (it goes back nowhere, so the output stays exactly once), a
+ * fresh start (`"none"`: the output starts over), or a reset of the checkpoint storage. The setting
+ * stays in the arguments: every later start of a process — restarts, the final phase — uses it.
+ */
+export class Redeploy extends WorldCommand {
   constructor(
-    readonly slot: number,
-    /** `named`: restore the checkpoint "latest" should pick, named by its id (`restore: { checkpointId }`). */
-    readonly restore: "latest" | "named" = "latest",
+    readonly parallelism: number,
+    readonly restore: "newest-by-id" | "none" | "reset-storage",
+    /** How many processes of the new deployment start at once, in StatefulSet order (0 first). */
+    readonly startNow: number,
   ) {
     super();
   }
   async run(_: ExploreModel, world: ExploredWorld) {
-    const named = this.restore === "named" ? await world.latestCheckpointIdOf(this.slot) : undefined;
-    world.startProcess(this.slot, named === undefined ? "latest" : { checkpointId: named });
-    await world.settle();
+    await world.redeploy(this.parallelism, this.restore === "reset-storage" ? "latest" : this.restore, {
+      reset: this.restore === "reset-storage",
+      startNow: this.startNow,
+    });
   }
   toString() {
-    return `start(slot ${this.slot}${this.restore === "named" ? ", restore the latest by its id" : ""})`;
+    const what =
+      this.restore === "newest-by-id"
+        ? "restore the newest checkpoint by its id"
+        : this.restore === "none"
+          ? 'restore "none"'
+          : "checkpoint storage reset";
+    return `redeploy(at ${this.parallelism}, ${what}, start ${this.startNow} in order)`;
   }
 }
 
@@ -280,14 +308,20 @@ const slot = fc.nat({ max: 3 });
 export function exploreCommands(options: {
   splits: number;
   faultyCommits: boolean;
+  /** Fresh starts and storage resets too (the output starts over): for systems that tell who wrote what. */
+  freshStarts?: boolean;
 }): fc.Arbitrary<ExploreCommand>[] {
   const arrive = fc
     .tuple(fc.nat({ max: options.splits - 1 }), fc.integer({ min: 1, max: 4 }))
     .map(([split, count]) => new Arrive(split, count));
   const arriveEverywhere = fc.integer({ min: 1, max: 3 }).map((count) => new ArriveEverywhere(count));
-  const start = fc
-    .tuple(slot, fc.constantFrom("latest", "latest", "latest", "named") as fc.Arbitrary<"latest" | "named">)
-    .map(([each, restore]) => new StartProcess(each, restore));
+  const start = slot.map((each) => new StartProcess(each));
+  const redeployed: Redeploy["restore"][] = options.freshStarts
+    ? ["newest-by-id", "newest-by-id", "none", "reset-storage"]
+    : ["newest-by-id"];
+  const redeploy = fc
+    .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom(...redeployed), fc.nat({ max: 3 }))
+    .map(([parallelism, restore, startNow]) => new Redeploy(parallelism, restore, startNow));
   const checkpoint = fc
     .tuple(
       slot,
@@ -322,6 +356,7 @@ export function exploreCommands(options: {
         fc.nat({ max: 3 }),
       )
       .map(([parallelism, old, startNow]) => new Rescale(parallelism, old, startNow)),
+    redeploy,
     fc.constant(new CheckpointEverywhere()),
     fc.constantFrom(-7_200_000, -3_600_000, -60_000, 60_000, 3_600_000).map((step) => new StepClock(step)),
     fc

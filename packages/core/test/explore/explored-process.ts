@@ -21,6 +21,8 @@ export interface ExploredProcessOptions {
   readonly target: SinkUnderTest;
   readonly restore: RestoreSetting;
   readonly tolerableFailures: number;
+  /** The run it belongs to (see {@link SinkHost.generation}). */
+  readonly generation?: number;
   /** Told of the claims and landed stores of this process. */
   readonly storageObserver?: StorageObserver;
   /** Told when one of its sinks closed: an attempt ended (never for a killed process). */
@@ -76,6 +78,7 @@ export class ExploredProcess {
     const host: SinkHost = {
       name: options.name,
       gate: this.gate,
+      generation: options.generation ?? 0,
       attemptEnded: (transactionIds) => options.onAttemptEnded?.(this, transactionIds),
     };
     this.job
@@ -88,7 +91,7 @@ export class ExploredProcess {
   }
 
   get host(): SinkHost {
-    return { name: this.options.name, gate: this.gate };
+    return { name: this.options.name, gate: this.gate, generation: this.options.generation ?? 0 };
   }
 
   /** Starts `execute()`; its end is kept in {@link ExploredProcess.ended}. */

@@ -39,12 +39,21 @@ const FINAL_PHASE_LIMIT_MS = 8_000;
  * ```
  */
 export class ExploredWorld {
-  readonly storage = new MemoryCheckpointStorage();
+  /** The shared checkpoint storage; a reset replaces it with an empty one. */
+  storage = new MemoryCheckpointStorage();
   readonly input: ControlledInput;
   readonly clock = new SteppedWallClock();
   readonly processes: ExploredProcess[] = [];
   readonly jobId = "explore";
   parallelism: number;
+  /**
+   * The restore setting of the current deployment (its pods' arguments): every process started for
+   * it uses it — a pod restarted by Kubernetes, a late pod, the final phase.
+   */
+  restore: RestoreSetting = "latest";
+  /** The run: a fresh start (`"none"`) or a storage reset begins a new one, whose output starts over. */
+  generation = 0;
+  private readonly generationOf = new Map<string, number>();
   /** Problems found while the case ran (not only at its end). */
   private readonly endChecks: Promise<string | undefined>[] = [];
   private readonly liveProblems: string[] = [];
@@ -70,18 +79,24 @@ export class ExploredWorld {
     return this.newest.get(slot % this.slots);
   }
 
-  /** Starts a new process for `slot`; an older one of that slot stays as it is (killed, frozen or live: a zombie). */
-  startProcess(slot: number, restore: RestoreSetting = "latest"): ExploredProcess {
+  /**
+   * Starts a new process for `slot` with the deployment's restore setting; an older one of that slot
+   * stays as it is (killed, frozen or live: a zombie).
+   */
+  startProcess(slot: number): ExploredProcess {
     const single = this.settings.deployment === "single";
+    const name = `p${this.processes.length}`;
+    this.generationOf.set(name, this.generation);
     const process = new ExploredProcess({
-      name: `p${this.processes.length}`,
+      name,
+      generation: this.generation,
       jobId: this.jobId,
       parallelism: this.parallelism,
       subtaskIndex: single ? undefined : slot % this.slots,
       storage: this.storage,
       input: this.input,
       target: this.target,
-      restore,
+      restore: this.restore,
       tolerableFailures: this.settings.tolerableFailures,
       storageObserver: {
         claimed: (scope) => this.takeOver(scope, process),
@@ -98,32 +113,56 @@ export class ExploredWorld {
   }
 
   /**
-   * The id of the checkpoint a process of `slot` restores with "latest", by the documented rule: the
-   * current lineage is that of the highest checkpoint id; the scope's newest checkpoint in it, else the
-   * lineage's base. Undefined when there is none, or when the shape changed (a new lineage is due).
+   * The job's newest point, to restore by its id: the highest checkpoint id of the current lineage
+   * (the lineage of the highest id). Every subtask's state at it is its newest, so restoring it goes
+   * back nowhere — once every process is stopped. Undefined when nothing is stored.
    */
-  async latestCheckpointIdOf(slot: number): Promise<number | undefined> {
+  async newestCheckpointId(): Promise<number | undefined> {
     const all = await this.storage.list(this.jobId);
-    const highest = all.reduce<(typeof all)[number] | undefined>(
-      (newest, each) => (newest === undefined || each.checkpointId > newest.checkpointId ? each : newest),
+    return all.length === 0 ? undefined : Math.max(...all.map((each) => each.checkpointId));
+  }
+
+  /** True when the current lineage's base records a fresh start (`"none"`), carried through rescales. */
+  private async currentLineageStartedEmpty(): Promise<boolean> {
+    const all = await this.storage.list(this.jobId);
+    const newest = all.reduce<(typeof all)[number] | undefined>(
+      (found, each) => (found === undefined || each.checkpointId > found.checkpointId ? each : found),
       undefined,
     );
-    if (highest === undefined) return undefined;
-    const lineage = highest.lineage ?? 0;
-    const single = this.settings.deployment === "single";
-    const scope = single ? "all" : `subtask-${slot % this.slots}-of-${this.parallelism}`;
-    const inLineage = all.filter((each) => (each.lineage ?? 0) === lineage);
-    const base = inLineage.find((each) => each.scope === "base" && each.checkpointId === lineage);
-    const shape = base ?? highest;
-    const runsAll =
-      shape.scope === "base"
-        ? (shape.summary.base as { runsAllSubtasks?: boolean } | undefined)?.runsAllSubtasks === true
-        : shape.scope === "all";
-    // Another shape: the next start makes a new lineage, which only "latest" (or an older id) names.
-    if (shape.parallelism !== this.parallelism || runsAll !== single) return undefined;
-    const own = inLineage.filter((each) => each.scope === scope).map((each) => each.checkpointId);
-    if (own.length > 0) return Math.max(...own);
-    return base?.checkpointId;
+    const lineage = newest?.lineage ?? 0;
+    const base = all.find((each) => each.scope === "base" && each.checkpointId === lineage);
+    return (base?.summary.base as { startedBy?: unknown } | undefined)?.startedBy === "none";
+  }
+
+  /**
+   * A new deployment with new arguments: every process is killed (the old deployment is stopped
+   * first, as a named restore or a fresh start requires), the storage optionally reset (emptied),
+   * and `slots` processes of the new parallelism start in StatefulSet order with `restore`. A fresh
+   * start or a reset begins a new run: the output starts over.
+   */
+  async redeploy(
+    parallelism: number,
+    restore: "latest" | "none" | "newest-by-id",
+    options: { reset?: boolean; startNow?: number } = {},
+  ): Promise<void> {
+    for (const process of this.processes) process.kill();
+    this.newest.clear();
+    if (options.reset === true) this.storage = new MemoryCheckpointStorage();
+    if (restore === "newest-by-id") {
+      const newest = await this.newestCheckpointId();
+      this.restore = newest === undefined ? "latest" : { checkpointId: newest };
+    } else {
+      this.restore = restore;
+    }
+    // "none" is applied once: while the current lineage carries it, it is not applied again (the
+    // core README's restore rule): the run goes on.
+    const startsOver = restore === "none" && !(await this.currentLineageStartedEmpty());
+    if (options.reset === true || startsOver) this.generation++;
+    this.parallelism = parallelism;
+    for (let slot = 0; slot < Math.min(options.startNow ?? this.slots, this.slots); slot++) {
+      this.startProcess(slot);
+      await this.settle();
+    }
   }
 
   /** A new parallelism: the current deployment is killed (or frozen, as zombies); no process of the new one runs yet. */
@@ -176,10 +215,37 @@ export class ExploredWorld {
     for (const problem of await Promise.all(this.endChecks))
       if (problem !== undefined) problems.push(problem);
     problems.push(...this.liveProblems.slice(0, 5));
-    problems.push(...checkExactlyOnce(await this.target.visible(), this.input.total));
+    problems.push(...(await this.checkOutput()));
     const leftovers = await this.target.leftovers();
     if (leftovers.length > 0) problems.push(`left open or prepared: ${leftovers.slice(0, 8).join("; ")}`);
     return { ok: problems.length === 0, problems };
+  }
+
+  /**
+   * The visible output is the input exactly once. After a fresh start or a storage reset the output
+   * starts over: the last run's is the input exactly once, and no earlier run's holds a value twice.
+   */
+  private async checkOutput(): Promise<string[]> {
+    if (this.generation === 0) return checkExactlyOnce(await this.target.visible(), this.input.total);
+    if (this.target.visibleByWriter === undefined) {
+      return [`${this.target.name} cannot tell which run wrote what: explore fresh starts in memory`];
+    }
+    const byRun = new Map<number, number[]>();
+    for (const { writer, values } of await this.target.visibleByWriter()) {
+      const run = this.generationOf.get(writer) ?? 0;
+      byRun.set(run, [...(byRun.get(run) ?? []), ...values]);
+    }
+    const problems = checkExactlyOnce(byRun.get(this.generation) ?? [], this.input.total).map(
+      (problem) => `run ${this.generation} (the last): ${problem}`,
+    );
+    for (const [run, values] of byRun) {
+      if (run === this.generation) continue;
+      const duplicated = values.filter((value, index) => values.indexOf(value) !== index);
+      if (duplicated.length > 0) {
+        problems.push(`run ${run}: duplicated ${duplicated.length}: ${duplicated.slice(0, 12).join(",")}`);
+      }
+    }
+    return problems;
   }
 
   private async checkpointOnce(process: ExploredProcess): Promise<void> {

@@ -24,6 +24,9 @@ export function inMemorySinkUnderTest(): SinkUnderTest {
     async visible() {
       return [...system.visible];
     },
+    async visibleByWriter() {
+      return system.committed.map((each) => ({ writer: each.owner.process, values: each.values }));
+    },
     async leftovers() {
       return system.unfinished().map((each) => `${each.id} ${each.status} [${each.values.join(",")}]`);
     },

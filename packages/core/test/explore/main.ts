@@ -5,6 +5,7 @@ import { explore } from "./exploration.js";
 import { explorationFindings } from "./exploration-findings.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
 import { namedScenarios, runScenario } from "./named-scenarios.js";
+import { startRequestScenarios } from "./start-request-scenarios.js";
 
 // `npm run explore -- [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] [--workers <n>] | --scenarios`:
 // the in-memory exploration from the command line (the long run, or the replay of a failure that CI
@@ -26,6 +27,7 @@ if (values.scenarios) {
   for (const [list, scenarios] of [
     ["named scenario", namedScenarios],
     ["found by the exploration", explorationFindings],
+    ["restarts after a fresh start, a named restore or a storage reset", startRequestScenarios],
   ] as const) {
     for (const scenario of scenarios) {
       const verdict = await runScenario(inMemorySinkUnderTest(), scenario);
@@ -51,6 +53,7 @@ async function exploreHere(): Promise<boolean> {
     target: inMemorySinkUnderTest,
     runs,
     faultyCommits: true,
+    freshStarts: true,
     ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
     ...(values.path === undefined ? {} : { path: values.path }),
     ...(values["commands-path"] === undefined ? {} : { commandsPath: values["commands-path"] }),

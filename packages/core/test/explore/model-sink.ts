@@ -74,6 +74,7 @@ export class ModelSink extends TwoPhaseCommitSink<number, ModelTransaction> {
       incarnation: context.incarnation,
       attempt: context.attemptNumber,
       process: this.processName,
+      generation: this.host.generation ?? 0,
     };
     const id = `${this.processName}/s${owner.subtaskIndex}of${owner.parallelism}/i${owner.incarnation}/a${owner.attempt}/t${++this.sequence}`;
     this.began.push(id);
@@ -114,10 +115,14 @@ export class ModelSink extends TwoPhaseCommitSink<number, ModelTransaction> {
       for (const transaction of this.system.unfinished()) {
         const { owner } = transaction;
         if (owner.subtaskIndex % parallelism !== subtaskIndex) continue;
+        const generation = this.host.generation ?? 0;
+        // An earlier run (before a fresh start or a storage reset) is older whatever its incarnations.
         const older =
-          incarnation > 0
-            ? owner.incarnation < incarnation
-            : owner.process !== this.processName || owner.attempt < attemptNumber;
+          owner.generation !== generation
+            ? owner.generation < generation
+            : incarnation > 0
+              ? owner.incarnation < incarnation
+              : owner.process !== this.processName || owner.attempt < attemptNumber;
         if (older) this.system.abort(transaction.id);
       }
     });

@@ -3,6 +3,7 @@ import { explorationFindings } from "./exploration-findings.js";
 import { fileSinkUnderTest } from "./file-sink-under-test.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
 import { namedScenarios, runScenario } from "./named-scenarios.js";
+import { startRequestScenarios, startsOver } from "./start-request-scenarios.js";
 
 // The shortest operation lists known to break exactly-once without the restore rule and the
 // late-store fence, and those the exploration found since: each must hold now, in memory and
@@ -16,5 +17,21 @@ describe("named scenarios of the exploration, and its later findings", () => {
     it(`FileSink: ${scenario.name}`, async () => {
       expect((await runScenario(await fileSinkUnderTest(), scenario)).problems).toEqual([]);
     }, 30_000);
+  }
+});
+
+// Invariant 10: "none" and named checkpoints are applied once, whatever restarts follow. Starting
+// over is checked per run, which only the in-memory system can tell apart.
+describe("restarts after a fresh start, a named restore or a storage reset", () => {
+  for (const scenario of startRequestScenarios) {
+    it(`in memory: ${scenario.name}`, async () => {
+      expect((await runScenario(inMemorySinkUnderTest(), scenario)).problems).toEqual([]);
+    }, 30_000);
+
+    if (!startsOver(scenario)) {
+      it(`FileSink: ${scenario.name}`, async () => {
+        expect((await runScenario(await fileSinkUnderTest(), scenario)).problems).toEqual([]);
+      }, 30_000);
+    }
   }
 });

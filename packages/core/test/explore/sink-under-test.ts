@@ -8,6 +8,8 @@ export interface SinkHost {
   readonly gate: ProcessGate;
   /** Told when a sink instance of the process closed (an attempt ended) with the transactions it began. */
   readonly attemptEnded?: (transactionIds: readonly string[]) => void;
+  /** The run the process belongs to: a fresh start or a storage reset begins a new one (default 0). */
+  readonly generation?: number;
 }
 
 /**
@@ -26,6 +28,11 @@ export interface SinkUnderTest {
   createSink(host: SinkHost): Sink<number>;
   /** The values visible to a reader that sees committed data only. */
   visible(): Promise<number[]>;
+  /**
+   * The visible values by the process that wrote them (where the system can tell): what lets the
+   * exploration start over (`restore: "none"`, a storage reset) and still check each run's output.
+   */
+  visibleByWriter?(): Promise<{ readonly writer: string; readonly values: readonly number[] }[]>;
   /** Transactions (or staged files) still open or prepared, described for the failure message. */
   leftovers(): Promise<string[]>;
   /** Which of these transactions are still open or prepared (where the system can tell). */

@@ -7,6 +7,8 @@ export interface TransactionOwner {
   readonly attempt: number;
   /** The explored process that began it (for messages). */
   readonly process: string;
+  /** The run it belongs to: a fresh start or a reset of the checkpoint storage begins a new one. */
+  readonly generation: number;
 }
 
 /** One transaction of the {@link TransactionalSystem}. */
@@ -42,6 +44,8 @@ export type CommitFault = "transient" | "after-applied";
 export class TransactionalSystem {
   readonly transactions = new Map<string, SystemTransaction>();
   readonly visible: number[] = [];
+  /** What became visible, per committed transaction, in commit order (who wrote it, and what). */
+  readonly committed: { readonly owner: TransactionOwner; readonly values: readonly number[] }[] = [];
   /** Faults for the coming commits, first one first. */
   readonly commitFaults: CommitFault[] = [];
 
@@ -68,6 +72,7 @@ export class TransactionalSystem {
     if (transaction?.status !== "committed") {
       this.require(id, "prepared", "commit").status = "committed";
       this.visible.push(...transaction!.values);
+      this.committed.push({ owner: transaction!.owner, values: transaction!.values });
     }
     if (fault === "after-applied") throw new TransientCommitError(`injected failure after committing ${id}`);
   }

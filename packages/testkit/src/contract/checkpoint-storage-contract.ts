@@ -1,10 +1,14 @@
 import {
   CheckpointError,
   type CheckpointStorage,
+  CollectedOutput,
   type CompletedCheckpoint,
   ConfigurationError,
   checksumOf,
   createTestCheckpoint,
+  GeneratorSource,
+  Job,
+  type RestoreSetting,
   retainLatestCheckpoints,
 } from "@onceflow/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -326,6 +330,37 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
       expect(await storage.list("payments")).toHaveLength(1);
       await expect(retainLatestCheckpoints(storage, "orders", 0)).rejects.toBeInstanceOf(ConfigurationError);
       expect(await storage.list("orders")).toHaveLength(4);
+    });
+
+    it("keeps what a lineage's base records: a job started again with the same named checkpoint goes on from the latest", async () => {
+      const output = new CollectedOutput<number>();
+      const run = (restore: RestoreSetting) => {
+        const job = new Job({
+          jobId: "restore-once",
+          checkpointing: { interval: 60_000, storage },
+          restartStrategy: { type: "none" },
+          restore,
+        });
+        job
+          .fromSource(new GeneratorSource<number>({ count: 20, generate: (index) => index }), {
+            uid: "numbers",
+          })
+          .sinkTo(output.sinkFactory(), { uid: "out" });
+        return job.execute();
+      };
+      const first = await run("latest");
+      const named: RestoreSetting = { checkpointId: first.lastCheckpointId };
+      const second = await run(named);
+      // The restore is recorded in the base checkpoint of the lineage it started, in this storage.
+      const base = (await storage.list("restore-once")).find((metadata) => metadata.scope === "base");
+      expect(base?.summary.base).toMatchObject({ startedBy: named });
+      expect(second.restoredCheckpointId).toBe(base?.checkpointId);
+      // A restart with the same setting (a pod restarted with the same arguments) reads the record back.
+      const third = await run(named);
+      expect(third.restoredCheckpointId).toBe(second.lastCheckpointId);
+      expect(output.committed.sort((left, right) => left - right)).toEqual(
+        Array.from({ length: 20 }, (_, index) => index),
+      );
     });
 
     describe("claimIncarnation", () => {

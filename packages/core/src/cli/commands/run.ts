@@ -75,6 +75,10 @@ export function addRunCommand(
     .option("--ui-port <port>", "serve the checkpoint dashboard on this port (0: a free one)")
     .option("--ui-host <host>", "the address of --ui-port", "127.0.0.1")
     .option(
+      "--restore <setting>",
+      "where the job starts: latest (default), none (empty), or a checkpoint id; none and an id are applied once — the lineage they start records them, so a restart with the same arguments (a pod Kubernetes restarts) goes on from the latest checkpoint",
+    )
+    .option(
       "--log-level <level>",
       "debug, info, warn, error or silent: the job's log on stderr, for jobs given no logger (default: ONCEFLOW_LOG_LEVEL, else info)",
     )
@@ -134,7 +138,7 @@ async function runModuleJob(
     exports,
     flags.jobExport,
     {
-      ...launchOptionsOf(flags.subtaskIndex, metrics),
+      ...launchOptionsOf(flags.subtaskIndex, metrics, flags.restore),
       ...(flags.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     },
     ranAtImport,

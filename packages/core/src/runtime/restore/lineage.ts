@@ -18,11 +18,22 @@ export interface LineageShape {
   readonly runsAllSubtasks: boolean;
 }
 
+/**
+ * A restore that starts a lineage of its own, applied once: a fresh start (`"none"`) or a named
+ * checkpoint. The lineage's base records it, and every later base of that line carries it on.
+ */
+export type StartRequest = "none" | { readonly checkpointId: number };
+
 /** What a base checkpoint records about itself in `summary.base`. */
 export interface BaseSummary {
   readonly runsAllSubtasks: boolean;
-  /** The checkpoints it was derived from, as `scope#id`. */
+  /** The checkpoints it was derived from, as `scope#id`; none for a fresh start (an empty base). */
   readonly derivedFrom: readonly string[];
+  /**
+   * The newest start request applied in this line of lineages: the one that created this base, or
+   * the one its predecessor carried (a rescale). Absent when none was applied.
+   */
+  readonly startedBy?: StartRequest;
 }
 
 /** The lineage that the job is in now, as the storage shows it. */
@@ -61,6 +72,16 @@ export function shapeOf(metadata: CheckpointMetadata): LineageShape {
     return { parallelism: metadata.parallelism, runsAllSubtasks: base?.runsAllSubtasks ?? false };
   }
   return { parallelism: metadata.parallelism, runsAllSubtasks: metadata.scope === "all" };
+}
+
+/** The start request a lineage's base carries (see {@link BaseSummary.startedBy}). */
+export function startRequestOf(base: CheckpointMetadata | undefined): StartRequest | undefined {
+  return (base?.summary.base as BaseSummary | undefined)?.startedBy;
+}
+
+/** True for the empty base of a fresh start: restoring it is starting empty. */
+export function isEmptyBase(base: CheckpointMetadata): boolean {
+  return ((base.summary.base as BaseSummary | undefined)?.derivedFrom.length ?? 1) === 0;
 }
 
 export function keyOf(metadata: Pick<CheckpointMetadata, "scope" | "checkpointId">): string {

@@ -11,21 +11,25 @@ import {
   type BaseSummary,
   type CurrentLineage,
   currentLineage,
+  isEmptyBase,
   keyOf,
   type LineageShape,
   latestInScope,
-  lineageOf,
   lineageState,
   loadSnapshots,
+  type StartRequest,
   sameShape,
   scopesOf,
-  shapeOf,
+  startRequestOf,
 } from "./lineage.js";
 import { redistributeSnapshots } from "./redistribute-snapshots.js";
+import { appliedBy, findNamedCheckpoint, stateAtCheckpoint } from "./start-request.js";
 
 /**
  * Which checkpoint a job starts from: `"latest"` (default), `"none"` (start empty), or a named
- * checkpoint. See the restore rule in the core README.
+ * checkpoint. `"none"` and a named checkpoint are applied once: they start a lineage of their own,
+ * and a process started again with the same setting goes on from that lineage's latest checkpoint.
+ * See the restore rule in the core README.
  */
 export type RestoreSetting = "latest" | "none" | { readonly checkpointId: number };
 
@@ -41,6 +45,13 @@ export interface RestorePlan {
   readonly restoredFrom: readonly CheckpointMetadata[];
   /** Set when a named checkpoint older than the job's newest was restored: its later output comes again. */
   readonly newerCheckpointId?: number;
+  /** Set when this process applied `"none"` or a named checkpoint: the lineage it started (its base's id). */
+  readonly started?: { readonly request: StartRequest; readonly derivedFrom: readonly string[] };
+  /**
+   * Set when `"none"` or the named checkpoint had been applied already — the current lineage's base
+   * carries it — so this process went on from the latest checkpoint of that lineage instead.
+   */
+  readonly alreadyApplied?: { readonly request: StartRequest; readonly baseCheckpointId: number };
   operatorsOf(subtaskIndex: number): Record<string, OperatorSnapshot> | undefined;
 }
 
@@ -90,9 +101,10 @@ const freshPlan = (highestStoredId: number, lineage: number): RestorePlan => ({
  *    and store the result as the new lineage's base checkpoint (scope `"base"`, id = highest + 1). A
  *    process that loses the race to store it uses the winner's. Every process of the new parallelism
  *    then restores its share of that one base.
- *
- * A named checkpoint is looked up in this scope, then `"all"`, then `"base"` — never another
- * process's scope. `"none"` restores nothing.
+ * 4. `"none"` and a named checkpoint N start a new lineage too, whatever the shape — from empty state,
+ *    or from every subtask's state at N — and its base records the request. A process whose request
+ *    the current lineage's base already carries (a sibling, a restarted pod) follows rule 2 or 3
+ *    instead: a start request is applied once.
  */
 export async function planRestore(request: RestoreRequest): Promise<RestorePlan> {
   for (let attempt = 1; ; attempt++) {
@@ -116,19 +128,31 @@ async function planFrom(
   request: RestoreRequest,
 ): Promise<RestorePlan | undefined> {
   const { setting } = request;
-  const highestId = current?.highestId ?? 0;
-  if (setting === "none") {
-    const lineage = current !== undefined && sameShape(current.shape, request.shape) ? current.lineage : 0;
-    return freshPlan(highestId, lineage);
-  }
-  if (typeof setting === "object") return planNamed(all, current, request, setting.checkpointId);
+  if (setting === "latest") return planLatest(all, current, request);
+  const applied = appliedBy(current?.base, setting);
+  if (applied === undefined) return planStart(all, current, request, setting);
+  const plan = await planLatest(all, current, request);
+  return plan && { ...plan, alreadyApplied: { request: setting, baseCheckpointId: applied.checkpointId } };
+}
+
+async function planLatest(
+  all: readonly CheckpointMetadata[],
+  current: CurrentLineage | undefined,
+  request: RestoreRequest,
+): Promise<RestorePlan | undefined> {
   if (current === undefined) {
     // No checkpoint yet, but processes of another shape may have started (and may still run).
     await fenceOtherShapes(request, []);
     return freshPlan(0, 0);
   }
   if (sameShape(current.shape, request.shape)) return planWithinLineage(all, current, request);
-  const base = await createLineage(all, current, request, undefined);
+  const base = await createLineage(all, current, request, {
+    startedBy: startRequestOf(current.base),
+    state: async (latest, lineage) => {
+      const state = await lineageState(request.storage, latest, lineage!);
+      return { ...state, parallelism: lineage!.shape.parallelism };
+    },
+  });
   return base === undefined ? undefined : planFromBase(base);
 }
 
@@ -143,7 +167,10 @@ async function planWithinLineage(
     const snapshots = await loadSnapshots(request.storage, own);
     return planFromSnapshots(own, snapshots, current.highestId, current.lineage);
   }
-  if (current.base === undefined) return freshPlan(current.highestId, current.lineage);
+  // No base, or the empty base of a fresh start: this process starts empty in the lineage.
+  if (current.base === undefined || isEmptyBase(current.base)) {
+    return freshPlan(current.highestId, current.lineage);
+  }
   refuseNewerWriter(current.base, request);
   const snapshots = await loadSnapshots(request.storage, current.base);
   return planFromSnapshots(current.base, snapshots, current.highestId, current.lineage);
@@ -187,55 +214,42 @@ function planFromBase(base: {
   snapshots: Map<number, SubtaskSnapshot>;
 }): RestorePlan {
   const { checkpointId } = base.metadata;
+  if (isEmptyBase(base.metadata)) return freshPlan(checkpointId, checkpointId);
   return planFromSnapshots(base.metadata, base.snapshots, checkpointId, checkpointId);
 }
 
-async function planNamed(
+/**
+ * Applies `"none"` or a named checkpoint: a new lineage for this process's shape whose base holds
+ * empty state, or every subtask's state at the named checkpoint redistributed to this shape, and
+ * records the request. Processes of other shapes are fenced, as on a rescale.
+ */
+async function planStart(
   all: readonly CheckpointMetadata[],
   current: CurrentLineage | undefined,
   request: RestoreRequest,
-  checkpointId: number,
+  start: StartRequest,
 ): Promise<RestorePlan | undefined> {
-  const named = all.filter((metadata) => metadata.checkpointId === checkpointId);
-  const chosen =
-    named.find((metadata) => metadata.scope === request.scope) ??
-    named.find((metadata) => metadata.scope === "all") ??
-    named.find((metadata) => metadata.scope === BASE_SCOPE);
-  if (chosen === undefined) {
-    const elsewhere = named.map((metadata) => metadata.scope);
-    throw new CheckpointError(
-      "CHECKPOINT_NOT_FOUND",
-      `checkpoint ${checkpointId} of job '${request.jobId}' is not in ${request.storage.description} for scope '${request.scope}'${
-        elsewhere.length > 0
-          ? ` (it exists in ${elsewhere.map((scope) => `'${scope}'`).join(", ")}: a process restores only its own scope's checkpoints, "all" or a lineage base)`
-          : ""
-      }; list them with \`onceflow checkpoints list\``,
-      { checkpointId },
-    );
-  }
-  const highestId = current?.highestId ?? 0;
-  const newer = highestId > checkpointId ? { newerCheckpointId: highestId } : {};
-  refuseNewerWriter(chosen, request);
-  if (sameShape(shapeOf(chosen), request.shape)) {
-    const snapshots = await loadSnapshots(request.storage, chosen);
-    return { ...planFromSnapshots(chosen, snapshots, highestId, lineageOf(chosen)), ...newer };
-  }
-  if (current === undefined) return undefined; // cannot happen: `chosen` is listed
-  // Another shape: the same as a rescale from that checkpoint. Reuse the lineage a sibling process
-  // already derived from it, so that every process of the new shape restores the same base.
-  const derived = current.base?.summary.base as BaseSummary | undefined;
-  if (
-    current.base !== undefined &&
-    sameShape(current.shape, request.shape) &&
-    derived?.derivedFrom.length === 1 &&
-    derived.derivedFrom[0] === keyOf(chosen)
-  ) {
-    const snapshots = await loadSnapshots(request.storage, current.base);
-    return { ...planFromSnapshots(current.base, snapshots, highestId, current.lineage), ...newer };
-  }
-  const base = await createLineage(all, current, request, chosen);
+  const { storage, jobId, scope } = request;
+  // A checkpoint that does not exist fails before anything is fenced.
+  if (start !== "none") findNamedCheckpoint(storage, all, jobId, scope, start.checkpointId);
+  let named: CheckpointMetadata | undefined;
+  const base = await createLineage(all, current, request, {
+    startedBy: start,
+    state: async (latest) => {
+      if (start === "none")
+        return { snapshots: [], usedCheckpoints: [], parallelism: request.shape.parallelism };
+      const state = await stateAtCheckpoint(storage, latest, jobId, scope, start.checkpointId);
+      refuseNewerWriter(state.named, request);
+      named = state.named;
+      return state;
+    },
+  });
   if (base === undefined) return undefined;
-  return { ...planFromBase(base), ...newer };
+  const summary = base.metadata.summary.base as BaseSummary;
+  const plan = { ...planFromBase(base), started: { request: start, derivedFrom: summary.derivedFrom } };
+  const highestId = current?.highestId ?? 0;
+  if (named !== undefined && highestId > named.checkpointId) return { ...plan, newerCheckpointId: highestId };
+  return plan;
 }
 
 /**
@@ -253,48 +267,47 @@ async function fenceOtherShapes(request: RestoreRequest, oldScopes: readonly str
   }
 }
 
+/** Where a new lineage's state comes from, and the start request its base records. */
+interface LineageOrigin {
+  readonly startedBy: StartRequest | undefined;
+  /** The old state, read once the old processes are fenced (`current` is undefined on an empty storage). */
+  state(
+    all: readonly CheckpointMetadata[],
+    current: CurrentLineage | undefined,
+  ): Promise<{ snapshots: SubtaskSnapshot[]; parallelism: number; usedCheckpoints: CheckpointMetadata[] }>;
+}
+
 /**
- * Starts a new lineage for this process's shape: fences the old lineage's scopes, redistributes its
- * latest state (or the named checkpoint's) and stores it as the base. Undefined when another process
- * changed the storage meanwhile.
+ * Starts a new lineage for this process's shape: fences the scopes of other shapes, redistributes the
+ * state `origin` gives (the old lineage's latest, a named checkpoint's, or none) and stores it as the
+ * base. Undefined when another process changed the storage meanwhile.
  */
 async function createLineage(
   listed: readonly CheckpointMetadata[],
-  listedLineage: CurrentLineage,
+  listedLineage: CurrentLineage | undefined,
   request: RestoreRequest,
-  from: CheckpointMetadata | undefined,
+  origin: LineageOrigin,
 ): Promise<{ metadata: CheckpointMetadata; snapshots: Map<number, SubtaskSnapshot> } | undefined> {
   const { storage, jobId } = request;
   // Fence the old processes first: from here on none of them can store, so what we read is final.
-  await fenceOtherShapes(request, scopesOf(listedLineage.shape));
+  await fenceOtherShapes(request, listedLineage === undefined ? [] : scopesOf(listedLineage.shape));
   const all = await storage.list(jobId);
   const current = currentLineage(all);
+  if (all.length !== listed.length) return undefined;
   if (
-    current === undefined ||
-    current.lineage !== listedLineage.lineage ||
-    !sameShape(current.shape, listedLineage.shape) ||
-    all.length !== listed.length
+    listedLineage !== undefined &&
+    (current === undefined ||
+      current.lineage !== listedLineage.lineage ||
+      !sameShape(current.shape, listedLineage.shape))
   ) {
     return undefined;
   }
-  let oldSnapshots: SubtaskSnapshot[];
-  let oldParallelism: number;
-  let derivedFrom: CheckpointMetadata[];
-  if (from !== undefined) {
-    oldSnapshots = [...(await loadSnapshots(storage, from)).values()];
-    oldParallelism = from.parallelism;
-    derivedFrom = [from];
-  } else {
-    const state = await lineageState(storage, all, current);
-    oldSnapshots = state.snapshots;
-    oldParallelism = current.shape.parallelism;
-    derivedFrom = state.usedCheckpoints;
-  }
-  oldSnapshots.sort((left, right) => left.subtaskIndex - right.subtaskIndex);
-  const baseId = current.highestId + 1;
+  const old = await origin.state(all, current);
+  const oldSnapshots = [...old.snapshots].sort((left, right) => left.subtaskIndex - right.subtaskIndex);
+  const baseId = (current?.highestId ?? 0) + 1;
   const perSubtask = redistributeSnapshots(
     oldSnapshots,
-    oldParallelism,
+    old.parallelism,
     request.shape.parallelism,
     request.sources,
   );
@@ -313,7 +326,11 @@ async function createLineage(
     subtaskStates.set(index, serialize(snapshot));
   }
   const summary: { base: BaseSummary } = {
-    base: { runsAllSubtasks: request.shape.runsAllSubtasks, derivedFrom: derivedFrom.map(keyOf) },
+    base: {
+      runsAllSubtasks: request.shape.runsAllSubtasks,
+      derivedFrom: old.usedCheckpoints.map(keyOf),
+      ...(origin.startedBy === undefined ? {} : { startedBy: origin.startedBy }),
+    },
   };
   const checkpoint = createCompletedCheckpoint({
     jobId,

@@ -279,7 +279,13 @@ describe("restore rule: a named checkpoint is where the job starts, not where it
       failAfter: output.committed.length + 300,
     }).execute();
     expect(second.restarts).toBe(1);
-    expect(second.restoredCheckpointId).toBe(lastCheckpointId);
+    // The named checkpoint starts a lineage of its own: its base holds the named state and records it.
+    const base = (await storage.list("named")).find((metadata) => metadata.scope === "base");
+    expect(base?.summary.base).toMatchObject({
+      derivedFrom: [`all#${lastCheckpointId}`],
+      startedBy: { checkpointId: lastCheckpointId },
+    });
+    expect(second.restoredCheckpointId).toBe(base?.checkpointId);
     expect(new Set(output.committed).size).toBe(3_000);
     expect(output.committed).toHaveLength(3_000);
   }, 60_000);
