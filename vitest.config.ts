@@ -21,5 +21,8 @@ export default defineConfig({
     // The first run fetches the Kafka jars from Maven Central and starts JVMs: hooks may take minutes.
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
+    // Jobs given no logger write warnings to stderr (defaultLogger); tests assert their logs through
+    // loggers of their own, so the default stays quiet here. Tests of the default itself set it.
+    env: { ONCEFLOW_LOG_LEVEL: "silent" },
   },
 });

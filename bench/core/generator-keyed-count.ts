@@ -64,7 +64,9 @@ async function runOnce(records: number, checkpointed: boolean, directory: string
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (sink.recordCount !== records)
     throw new Error(`expected ${records} records, the sink saw ${sink.recordCount}`);
-  const durations = metrics.observations(MetricNames.checkpointDurationMs);
+  const durations = metrics
+    .observations(MetricNames.checkpointDurationSeconds)
+    .map((seconds) => seconds * 1000);
   return { recordsPerSecond: records / seconds, seconds, checkpoints: durations.length, durations };
 }
 

@@ -153,7 +153,8 @@ function onceflow(
     processed: () => count,
     firstAt: () => first,
     lastAt: () => last,
-    checkpointDurations: () => metrics.observations(MetricNames.checkpointDurationMs),
+    checkpointDurations: () =>
+      metrics.observations(MetricNames.checkpointDurationSeconds).map((seconds) => seconds * 1000),
   };
 }
 

@@ -238,7 +238,9 @@ export function brokersFromCommandLine(): string[] {
   const { values } = parseArgs({ options: { brokers: { type: "string" } }, strict: false });
   const given = typeof values.brokers === "string" ? values.brokers : process.env.ONCEFLOW_KAFKA_BROKERS;
   if (given === undefined || given.trim() === "")
-    throw new Error("pass --brokers host:port or set ONCEFLOW_KAFKA_BROKERS");
+    throw new Error(
+      "pass --brokers host:port or set ONCEFLOW_KAFKA_BROKERS (no broker? `npx onceflow-testkit kafka` starts one and prints the line)",
+    );
   return given.split(",").map((broker) => broker.trim());
 }
 

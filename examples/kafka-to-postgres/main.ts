@@ -196,7 +196,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL ?? "";
   if (brokers.length === 0 || postgresUrl === "")
     throw new Error(
-      "pass --brokers host:port and --postgres postgresql://… (or ONCEFLOW_KAFKA_BROKERS / ONCEFLOW_POSTGRES_URL)",
+      "pass --brokers host:port and --postgres postgresql://… (or ONCEFLOW_KAFKA_BROKERS / ONCEFLOW_POSTGRES_URL; no services? `npx onceflow-testkit kafka` and `npx onceflow-testkit postgres` start them and print the lines)",
     );
   const run = await runKafkaToPostgresExample(brokers, postgresUrl);
   const rows = await query<{ id: string; version: number; status: string; amount_cents: string }>(

@@ -10,5 +10,8 @@ export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 60_000,
+    // Jobs given no logger write warnings to stderr (defaultLogger); tests assert their logs through
+    // loggers of their own, so the default stays quiet here. Tests of the default itself set it.
+    env: { ONCEFLOW_LOG_LEVEL: "silent" },
   },
 });

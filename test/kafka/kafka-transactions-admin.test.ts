@@ -85,4 +85,33 @@ describe("onceflow-kafka transactions (the CLI, on the real broker)", { timeout:
     expect(await run("abort", "--prefix", prefix, "--older-than", "0")).toBe(`aborted 1: ${prefix}-0-0\n`);
     expect((await readAll(topic, { expected: 1 })).map((record) => record.value)).toEqual(["after"]);
   });
+
+  it("refuses a prefix of no transactional id the brokers know, listing the prefixes they know", async () => {
+    const topic = await createTopic(uniqueName("known-prefixes"), 1);
+    const prefix = uniqueName("known-prefix");
+    await writeInTransaction(`${prefix}-0-1-0`, topic, "committed", "commit");
+    const wrong = `${prefix}x`;
+    for (const args of [
+      ["list", "--prefix", wrong],
+      ["list", "--prefix", wrong, "--older-than", "0"],
+      ["abort", "--prefix", wrong, "--older-than", "0"],
+    ]) {
+      const failure = (await run(...args).then(
+        () => undefined,
+        (error: unknown) => error,
+      )) as { code?: number; stderr?: string } | undefined;
+      expect(failure?.code, args.join(" ")).toBe(1);
+      expect(failure?.stderr).toMatch(
+        new RegExp(
+          `^error \\[CONFIGURATION\\]: --prefix: no transactional id the brokers know starts with "${wrong}"`,
+        ),
+      );
+      expect(failure?.stderr).toMatch(new RegExp(`the prefixes they know are .*\\b${prefix}\\b`));
+    }
+    // A known prefix with nothing open for that long is a true all-clear.
+    expect(await run("list", "--prefix", prefix, "--older-than", "3600000")).toBe("no transaction found\n");
+    expect(await run("abort", "--prefix", prefix, "--older-than", "3600000")).toBe(
+      "no open transaction to abort\n",
+    );
+  });
 });

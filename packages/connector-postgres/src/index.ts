@@ -1,3 +1,5 @@
+export type { PostgresControlTablesOptions, PostgresSinkIdInfo } from "./admin/registered-sink-ids.js";
+export { listPostgresSinkIds } from "./admin/registered-sink-ids.js";
 export type {
   PostgresPreparedTransactionInfo,
   PostgresSinkRollbackResult,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import {
+  listPostgresSinkIds,
   listPostgresSinkTransactions,
   PostgresSink,
   rollbackPostgresSinkTransactions,
@@ -227,6 +228,70 @@ describe("a PostgresSink's lingering work, by sink id", () => {
     expect(JSON.parse(below.out).prepared.map((item: { gid: string }) => item.gid)).toEqual([
       `${sinkId}-1-1-1`,
     ]);
+  });
+
+  it("refuses an id that no sink registered, listing the ids that sinks did register", async () => {
+    // A plausible hand-made id (the job and uid with a dot, without the suffix): never an all-clear.
+    const wrong = `${sinkId}.out`;
+    const listed = await cli(
+      "transactions",
+      "list",
+      "--url",
+      url,
+      "--sink-id",
+      wrong,
+      "--control-schema",
+      schema,
+    );
+    expect(listed.code).toBe(1);
+    expect(listed.out).toBe("");
+    expect(listed.err).toMatch(
+      new RegExp(`^error \\[CONFIGURATION\\]: sinkId: no PostgresSink registered the sink id "${wrong}"`),
+    );
+    expect(listed.err).toContain(`are ${sinkId}, ${otherSinkId}`);
+    const rollback = await cli(
+      "transactions",
+      "rollback",
+      "--url",
+      url,
+      "--sink-id",
+      wrong,
+      "--all",
+      "--job-stopped",
+      "--control-schema",
+      schema,
+    );
+    expect(rollback.code).toBe(1);
+    expect(rollback.err).toContain(`no PostgresSink registered the sink id "${wrong}"`);
+    await expect(
+      listPostgresSinkTransactions({ connection: url, sinkId: wrong, controlSchema: schema }),
+    ).rejects.toMatchObject({ code: "CONFIGURATION", reason: "UNKNOWN_SINK_ID", setting: "sinkId" });
+
+    // Where the control tables are not (another schema), no id is registered at all.
+    const elsewhere = await cli(
+      "transactions",
+      "list",
+      "--url",
+      url,
+      "--sink-id",
+      wrong,
+      "--control-schema",
+      "pg_catalog",
+    );
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.err).toContain("no PostgresSink registered any id in");
+
+    // The ids to use, as sinks registered them.
+    const sinks = await cli("sinks", "list", "--url", url, "--control-schema", schema);
+    expect(sinks.code).toBe(0);
+    expect(sinks.out).toMatch(new RegExp(`^${sinkId}  3 subtask\\(s\\), epoch \\d+$`, "m"));
+    expect(sinks.out).toMatch(new RegExp(`^${otherSinkId}  2 subtask\\(s\\), epoch \\d+$`, "m"));
+    expect(
+      (await listPostgresSinkIds({ connection: url, controlSchema: schema })).map((sink) => sink.sinkId),
+    ).toEqual([sinkId, otherSinkId]);
+    const help = await cli("transactions", "list", "--help");
+    expect(help.out).toContain("onceflow-postgres sinks list");
+    expect(help.out).toContain("events_to_pg.out_<6 hex digits>");
   });
 
   it("rolls back only superseded work by default, the rest with --job-stopped, and leaves other sinks alone", async () => {

@@ -77,10 +77,12 @@ export {
   RecoveryError,
   TransactionError,
 } from "./errors/onceflow-error.js";
-export type { LogEntry, LogFunction, Logger } from "./observability/logger.js";
+export { defaultLogFormat, defaultLogger, setDefaultLogger } from "./observability/default-logger.js";
+export type { LogEntry, LogFormat, LogFunction, Logger, LogLevel } from "./observability/logger.js";
 export {
   createConsoleLogger,
   createMemoryLogger,
+  isLogLevel,
   logSafeFields,
   silentLogger,
 } from "./observability/logger.js";

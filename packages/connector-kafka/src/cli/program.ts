@@ -57,15 +57,17 @@ export function createKafkaCli(io: KafkaCliIo): Command {
       "list transactions (every state), or with --older-than only the open ones that began longer ago",
     )
     .requiredOption("--brokers <list>", "comma-separated bootstrap brokers, e.g. localhost:9092")
-    .option("--prefix <prefix>", "only ids starting with this (a KafkaSink's transactionalIdPrefix)")
+    .option("--prefix <prefix>", PREFIX_HELP)
     .option("--older-than <ms>", "only transactions open for more than this many ms", milliseconds)
     .option("--json", "print JSON instead of a table")
     .action(async (flags: ConnectionFlags & { json?: boolean }) => {
+      const brokers = brokerList(flags.brokers);
       const found = await listKafkaTransactions({
-        brokers: brokerList(flags.brokers),
+        brokers,
         ...(flags.prefix === undefined ? {} : { prefix: flags.prefix }),
         ...(flags.olderThan === undefined ? {} : { olderThanMs: flags.olderThan }),
       });
+      if (found.length === 0 && flags.prefix !== undefined) await requireKnownPrefix(brokers, flags.prefix);
       io.stdout(flags.json === true ? `${JSON.stringify(found, null, 2)}\n` : table(found, Date.now()));
     });
 
@@ -76,7 +78,7 @@ export function createKafkaCli(io: KafkaCliIo): Command {
     )
     .requiredOption("--brokers <list>", "comma-separated bootstrap brokers, e.g. localhost:9092")
     .option("--id <ids...>", "transactional ids to abort")
-    .option("--prefix <prefix>", "with --older-than: every id starting with this")
+    .option("--prefix <prefix>", `with --older-than: every id of this prefix. ${PREFIX_HELP}`)
     .option(
       "--older-than <ms>",
       "with --prefix: only transactions open for more than this many ms",
@@ -97,6 +99,7 @@ export function createKafkaCli(io: KafkaCliIo): Command {
           olderThanMs: flags.olderThan,
         });
         ids = lingering.map((transaction) => transaction.transactionalId);
+        if (ids.length === 0) await requireKnownPrefix(brokers, flags.prefix);
       } else {
         throw new ConfigurationError(
           "--id",
@@ -136,6 +139,32 @@ export async function runKafkaCli(args: readonly string[], io: KafkaCliIo): Prom
     io.stderr(`${formatError(error)}\n`);
     return 1;
   }
+}
+
+const PREFIX_HELP =
+  "only ids starting with this: a KafkaSink's transactionalIdPrefix (its ids are <prefix>-<subtask>-<incarnation>-<slot>); a prefix of no id the brokers know is an error listing the prefixes they do know";
+
+/**
+ * A prefix that no transactional id the brokers know starts with is a wrong prefix, not an
+ * all-clear: throws a `CONFIGURATION` error listing the prefixes of the ids they do know.
+ */
+async function requireKnownPrefix(brokers: readonly string[], prefix: string): Promise<void> {
+  const known = await listKafkaTransactions({ brokers: [...brokers] });
+  if (known.some((transaction) => transaction.transactionalId.startsWith(prefix))) return;
+  // A KafkaSink's ids end in -<subtask>-<incarnation>-<slot>: what comes before is its prefix.
+  const prefixes = [
+    ...new Set(known.map((transaction) => transaction.transactionalId.replace(/(-\d+)+$/, ""))),
+  ].sort();
+  const shown =
+    prefixes.slice(0, 30).join(", ") + (prefixes.length > 30 ? ` … (${prefixes.length - 30} more)` : "");
+  throw new ConfigurationError(
+    "--prefix",
+    `no transactional id the brokers know starts with "${prefix}", so nothing can be said about its transactions; ${
+      prefixes.length === 0
+        ? "the brokers know no transactional id at all (ids expire after transactional.id.expiration.ms, 7 days by default)"
+        : `the prefixes they know are ${shown}`
+    }. A KafkaSink's prefix is its transactionalIdPrefix option`,
+  );
 }
 
 function milliseconds(value: string): number {

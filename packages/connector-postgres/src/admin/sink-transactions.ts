@@ -8,6 +8,7 @@ import { literal, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { pgDriver } from "../sql/pg-loader.js";
 import { openPool, type PostgresConnectionOptions, withClient } from "../sql/pool.js";
+import { type PostgresControlTablesOptions, requireRegisteredSinkId } from "./registered-sink-ids.js";
 
 /**
  * Which sink's leftovers to look at, and where its marker table is.
@@ -17,7 +18,9 @@ import { openPool, type PostgresConnectionOptions, withClient } from "../sql/poo
  * const options: PostgresSinkTransactionsOptions = { connection: "postgresql://app@db/app", sinkId: "orders.out" };
  * ```
  */
-export interface PostgresSinkTransactionsOptions extends PostgresConnectionOptions {
+export interface PostgresSinkTransactionsOptions
+  extends PostgresConnectionOptions,
+    PostgresControlTablesOptions {
   /** The sink's id: its `sinkId` option, else `<jobId>.<operator uid>` (see `defaultSinkId`). */
   readonly sinkId: string;
   /**
@@ -25,10 +28,6 @@ export interface PostgresSinkTransactionsOptions extends PostgresConnectionOptio
    * in their name, so with this option none are selected.
    */
   readonly checkpointBelow?: number;
-  /** The schema of the sink's marker table (its `controlSchema`, else the target's schema). Default `public`. */
-  readonly controlSchema?: string;
-  /** The sink's `markerTable`. Default `onceflow_sink_markers`. */
-  readonly markerTable?: string;
   /** Where to log failures of idle connections. Default: nowhere. */
   readonly logger?: Logger;
 }
@@ -151,6 +150,11 @@ const DEFAULT_MARKER_TABLE = "onceflow_sink_markers";
  * subtask — so nothing of an older epoch that is still there can be committed by anyone: a
  * zombie's staging table, for example.
  *
+ * An id that no sink registered in the control tables, with nothing under it, is an error
+ * (`UNKNOWN_SINK_ID`, listing the registered ids; see `listPostgresSinkIds`), never an empty list:
+ * a plausible hand-made id must not read as "nothing left over".
+ *
+ * @throws PostgresConfigurationError `UNKNOWN_SINK_ID` for an id no sink registered.
  * @example
  * ```ts
  * const found = await listPostgresSinkTransactions({ connection: "postgresql://app@db/app", sinkId: "orders.out" });
@@ -184,7 +188,8 @@ export async function listPostgresSinkTransactions(
  * and it either ended with its final checkpoint (`onceflow run` printed `job finished`) or will
  * never be restored again.
  *
- * @throws PostgresConfigurationError `INVALID_OPTION` unless exactly one of `all` and `checkpointBelow` is given.
+ * @throws PostgresConfigurationError `INVALID_OPTION` unless exactly one of `all` and `checkpointBelow` is given;
+ *   `UNKNOWN_SINK_ID` for an id no sink registered (see {@link listPostgresSinkTransactions}).
  * @example
  * ```ts
  * const { rolledBack, dropped } = await rollbackPostgresSinkTransactions({
@@ -331,6 +336,8 @@ async function listWith(
     (a, b) => a.subtask - b.subtask || (a.epoch ?? 0) - (b.epoch ?? 0) || a.checkpointId - b.checkpointId,
   );
   staging.sort((a, b) => a.subtask - b.subtask || a.epoch - b.epoch || a.sequence - b.sequence);
+  // Nothing found under an id no sink registered: a wrong id, never an all-clear.
+  if (prepared.length === 0 && staging.length === 0) await requireRegisteredSinkId(client, sinkId, options);
   return { sinkId, prepared, staging };
 }
 

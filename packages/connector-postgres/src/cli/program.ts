@@ -1,5 +1,6 @@
 import { ConfigurationError, formatError } from "@onceflow/core";
 import { Command, CommanderError } from "commander";
+import { listPostgresSinkIds } from "../admin/registered-sink-ids.js";
 import {
   listPostgresSinkTransactions,
   type PostgresSinkTransactions,
@@ -27,6 +28,7 @@ interface SinkFlags {
   readonly checkpointBelow?: number;
   readonly controlSchema?: string;
   readonly markerTable?: string;
+  readonly epochTable?: string;
 }
 
 /**
@@ -54,17 +56,54 @@ export function createPostgresCli(io: PostgresCliIo): Command {
     .command("transactions")
     .description("find and roll back a PostgresSink's prepared transactions and staging tables, by sink id");
 
-  const sinkOptions = (command: Command): Command =>
+  const controlOptions = (command: Command): Command =>
     command
-      .requiredOption("--url <connection>", "connection string, e.g. postgresql://app@db:5432/app")
-      .requiredOption("--sink-id <id>", "the sink's id: its sinkId option, else <jobId>.<operator uid>")
-      .option(
-        "--checkpoint-below <n>",
-        "only prepared transactions of checkpoints below n (staging tables have no checkpoint id: none are selected)",
-        checkpointId,
-      )
-      .option("--control-schema <schema>", "schema of the sink's marker table (default: public)")
-      .option("--marker-table <name>", "the sink's markerTable (default: onceflow_sink_markers)");
+      .option("--control-schema <schema>", "schema of the sinks' control tables (default: public)")
+      .option("--marker-table <name>", "the sinks' markerTable (default: onceflow_sink_markers)")
+      .option("--epoch-table <name>", "the sinks' epochTable (default: onceflow_sink_epochs)");
+  const sinkOptions = (command: Command): Command =>
+    controlOptions(
+      command
+        .requiredOption("--url <connection>", "connection string, e.g. postgresql://app@db:5432/app")
+        .requiredOption(
+          "--sink-id <id>",
+          "the sink's id, as `onceflow-postgres sinks list` shows it: its sinkId option, else <jobId>.<operator uid> with characters other than letters, digits, _ . : made _ and a hash appended (events-to-pg + out: events_to_pg.out_<6 hex digits>); an id no sink registered is an error",
+        )
+        .option(
+          "--checkpoint-below <n>",
+          "only prepared transactions of checkpoints below n (staging tables have no checkpoint id: none are selected)",
+          checkpointId,
+        ),
+    );
+
+  controlOptions(
+    program
+      .command("sinks")
+      .description("the PostgresSinks of a database")
+      .command("list")
+      .description("list the sink ids PostgresSinks registered in the control tables (what --sink-id takes)")
+      .requiredOption("--url <connection>", "connection string, e.g. postgresql://app@db:5432/app"),
+  )
+    .option("--json", "print JSON instead of lines")
+    .action(async (flags: Omit<SinkFlags, "sinkId"> & { json?: boolean }) => {
+      const sinks = await listPostgresSinkIds({
+        connection: flags.url,
+        ...(flags.controlSchema === undefined ? {} : { controlSchema: flags.controlSchema }),
+        ...(flags.markerTable === undefined ? {} : { markerTable: flags.markerTable }),
+        ...(flags.epochTable === undefined ? {} : { epochTable: flags.epochTable }),
+      });
+      if (flags.json === true) io.stdout(`${JSON.stringify(sinks, null, 2)}\n`);
+      else if (sinks.length === 0) io.stdout("no PostgresSink registered a sink id in this database\n");
+      else
+        io.stdout(
+          sinks
+            .map(
+              (sink) =>
+                `${sink.sinkId}  ${sink.subtasks} subtask(s)${sink.newestEpoch === undefined ? "" : `, epoch ${sink.newestEpoch}`}\n`,
+            )
+            .join(""),
+        );
+    });
 
   sinkOptions(
     transactions
@@ -157,6 +196,7 @@ function sinkOptionsOf(flags: SinkFlags): PostgresSinkTransactionsOptions {
     ...(flags.checkpointBelow === undefined ? {} : { checkpointBelow: flags.checkpointBelow }),
     ...(flags.controlSchema === undefined ? {} : { controlSchema: flags.controlSchema }),
     ...(flags.markerTable === undefined ? {} : { markerTable: flags.markerTable }),
+    ...(flags.epochTable === undefined ? {} : { epochTable: flags.epochTable }),
   };
 }
 

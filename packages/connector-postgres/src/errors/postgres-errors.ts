@@ -32,6 +32,8 @@ export const PostgresErrorReason = {
   sinkIdClaimed: "SINK_ID_CLAIMED",
   /** Options that contradict each other or are out of range. */
   invalidOption: "INVALID_OPTION",
+  /** No `PostgresSink` ever registered this sink id in the control tables (an admin tool was given a wrong one). */
+  unknownSinkId: "UNKNOWN_SINK_ID",
 } as const;
 
 /** One of the {@link PostgresErrorReason} values. */

@@ -97,7 +97,10 @@ export class CheckpointCoordinator {
   constructor(private readonly options: CheckpointCoordinatorOptions) {
     this.lastCheckpointId = options.lastCheckpointId;
     this.incarnation = options.incarnation;
-    this.durations = options.metrics.histogram(MetricNames.checkpointDurationMs, "Checkpoint duration (ms)");
+    this.durations = options.metrics.histogram(
+      MetricNames.checkpointDurationSeconds,
+      "Checkpoint duration, from trigger until stored (seconds)",
+    );
     this.sizes = options.metrics.histogram(MetricNames.checkpointSizeBytes, "Checkpoint size (bytes)");
     this.lastCompleted = options.metrics.gauge(
       MetricNames.lastCompletedCheckpointId,
@@ -396,7 +399,7 @@ export class CheckpointCoordinator {
     const { metadata } = checkpoint;
     const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
     this.lastCompletedAt = performance.now();
-    this.durations.observe(this.lastCompletedAt - started, { job: this.options.jobId });
+    this.durations.observe((this.lastCompletedAt - started) / 1000, { job: this.options.jobId });
     this.sizes.observe(bytes, { job: this.options.jobId });
     this.lastCompleted.set(checkpointId, { job: this.options.jobId });
     const completedAt = Date.now();

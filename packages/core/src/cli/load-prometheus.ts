@@ -17,6 +17,7 @@ export type PrometheusModule = typeof import("../observability/prometheus-metric
  */
 export async function loadPrometheusMetrics(
   importModule: () => Promise<PrometheusModule> = () => import("../observability/prometheus-metrics.js"),
+  options: { defaultMetrics?: boolean } = {},
 ): Promise<PrometheusMetrics> {
   let module: PrometheusModule;
   try {
@@ -33,5 +34,5 @@ export async function loadPrometheusMetrics(
     }
     throw cause;
   }
-  return module.prometheusMetrics();
+  return module.prometheusMetrics({ defaultMetrics: options.defaultMetrics ?? true });
 }

@@ -93,9 +93,9 @@ describe("onceflow run --metrics-port (built CLI, a real child process)", () => 
       run.output,
     );
     expect(sample(text, `onceflow_records_out_total{${labels},operator="out"}`)).toBeGreaterThan(0);
-    expect(sample(text, 'onceflow_checkpoint_duration_ms_count{job="metrics-e2e"}')).toBeGreaterThanOrEqual(
-      3,
-    );
+    expect(
+      sample(text, 'onceflow_checkpoint_duration_seconds_count{job="metrics-e2e"}'),
+    ).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'onceflow_checkpoint_size_bytes_count{job="metrics-e2e"}')).toBeGreaterThanOrEqual(3);
     const completedAt = sample(
       text,
@@ -109,7 +109,7 @@ describe("onceflow run --metrics-port (built CLI, a real child process)", () => 
       sample(text, `onceflow_sink_oldest_pending_transaction_age_seconds{${labels},sink="out"}`),
     ).toBeGreaterThanOrEqual(0);
     expect(
-      sample(text, `onceflow_sink_commit_duration_ms_count{${labels},sink="out"}`),
+      sample(text, `onceflow_sink_commit_duration_seconds_count{${labels},sink="out"}`),
     ).toBeGreaterThanOrEqual(1);
     expect(sample(text, `onceflow_restarts_total{job="metrics-e2e"}`)).toBe(0);
     expect(sample(text, `onceflow_checkpoint_failures_total{job="metrics-e2e"}`)).toBe(0);

@@ -1,4 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import { isLogLevel, type LogFormat, type LogLevel } from "../observability/logger.js";
 import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
 
 /**
@@ -21,6 +22,10 @@ export interface RawRunFlags {
   readonly readyMaxCheckpointAge?: string;
   readonly uiPort?: string;
   readonly uiHost?: string;
+  readonly logLevel?: string;
+  readonly logFormat?: string;
+  /** False with `--no-default-metrics`. */
+  readonly defaultMetrics?: boolean;
   readonly restore?: string;
 }
 
@@ -49,6 +54,12 @@ export interface RunFlags {
   readonly readyMaxCheckpointAgeMs: number | undefined;
   readonly uiPort: number | undefined;
   readonly uiHost: string;
+  /** `--log-level` (default `ONCEFLOW_LOG_LEVEL`, else `info`). */
+  readonly logLevel: LogLevel;
+  /** `--log-format`; undefined: `ONCEFLOW_LOG_FORMAT`, else `text` on a terminal and `json` otherwise. */
+  readonly logFormat: LogFormat | undefined;
+  /** Serve prom-client's `process_*` and `nodejs_*` metrics beside the job's (`--no-default-metrics`: not). */
+  readonly defaultMetrics: boolean;
   /** `--restore`: where the job starts (the job's `restore` option), applied once. */
   readonly restore: RestoreSetting | undefined;
 }
@@ -91,6 +102,20 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
       throw new ConfigurationError(flag, "limits the heap of each subtask's thread: add --threads");
     }
   }
+  const logLevel = raw.logLevel ?? env.ONCEFLOW_LOG_LEVEL ?? "info";
+  if (!isLogLevel(logLevel)) {
+    throw new ConfigurationError(
+      raw.logLevel === undefined ? "ONCEFLOW_LOG_LEVEL" : "--log-level",
+      `must be debug, info, warn, error or silent, got ${JSON.stringify(logLevel)}`,
+    );
+  }
+  const logFormat = raw.logFormat ?? env.ONCEFLOW_LOG_FORMAT;
+  if (logFormat !== undefined && logFormat !== "text" && logFormat !== "json") {
+    throw new ConfigurationError(
+      raw.logFormat === undefined ? "ONCEFLOW_LOG_FORMAT" : "--log-format",
+      `must be text or json, got ${JSON.stringify(logFormat)}`,
+    );
+  }
   const young = raw.threadMaxYoungGeneration;
   const old = raw.threadMaxOldGeneration;
   return {
@@ -115,6 +140,9 @@ export function parseRunFlags(raw: RawRunFlags, env: Readonly<Record<string, str
     uiPort,
     uiHost: raw.uiHost ?? DEFAULT_METRICS_HOST,
     restore: raw.restore === undefined ? undefined : parseRestore(raw.restore),
+    logLevel,
+    logFormat,
+    defaultMetrics: raw.defaultMetrics !== false,
   };
 }
 

@@ -1,4 +1,5 @@
 import { pathToFileURL } from "node:url";
+import { registerDefaultMetrics } from "../observability/default-process-metrics.js";
 import { loadPromClient } from "../threads/aggregate-metrics.js";
 import { runSubtasksInThreads } from "../threads/run-subtasks-in-threads.js";
 import type { CliIo } from "./io.js";
@@ -37,12 +38,17 @@ export async function runJobInThreads(modulePath: string, flags: RunFlags, io: C
   io.stdout(
     `running ${threads.parallelism} subtask(s) of ${threads.jobId} in threads ${threads.threadIds.join(", ")} of process ${process.pid}\n`,
   );
+  // The process's own metrics (process_*, nodejs_*), once, beside the threads' merged registries.
+  const processRegistry =
+    promClient !== undefined && flags.defaultMetrics ? new promClient.Registry() : undefined;
+  if (processRegistry !== undefined && promClient !== undefined)
+    registerDefaultMetrics(promClient, processRegistry);
   const served: ServedMetrics | undefined =
     promClient === undefined
       ? undefined
       : {
           registry: {
-            metrics: async () => (await threads.metrics()).text,
+            metrics: async () => (await threads.metrics()).text + ((await processRegistry?.metrics()) ?? ""),
             contentType: promClient.Registry.PROMETHEUS_CONTENT_TYPE,
           },
         };

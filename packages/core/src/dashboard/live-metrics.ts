@@ -7,7 +7,6 @@ const Live = {
   lastCompletedCheckpointTimestamp: "onceflow_last_completed_checkpoint_timestamp_seconds",
   sinkPendingTransactions: "onceflow_sink_pending_transactions",
   sinkOldestPendingAge: "onceflow_sink_oldest_pending_transaction_age_seconds",
-  sinkCommitDurationMs: "onceflow_sink_commit_duration_ms",
   sourceLagRecords: "onceflow_source_lag_records",
 } as const;
 
@@ -126,9 +125,9 @@ export class LiveMetricsTracker {
       failureEvents: [...this.failureEvents],
       lastCompletedCheckpointId: maxOf(samples, Live.lastCompletedCheckpointId),
       lastCompletedCheckpointAt: lastTimestamp === undefined ? undefined : lastTimestamp * 1000,
-      checkpointDurationMs: histogramOf(samples, Live.checkpointDurationMs),
+      checkpointDurationMs: inMilliseconds(histogramOf(samples, Live.checkpointDurationSeconds)),
       checkpointSizeBytes: histogramOf(samples, Live.checkpointSizeBytes),
-      sinkCommitDurationMs: histogramOf(samples, Live.sinkCommitDurationMs),
+      sinkCommitDurationMs: inMilliseconds(histogramOf(samples, Live.sinkCommitDurationSeconds)),
       sinks: sinksOf(samples),
       sources: samples
         .filter((s) => s.name === Live.sourceLagRecords)
@@ -201,6 +200,16 @@ function histogramOf(samples: readonly PrometheusSample[], name: string): Histog
   const sum = sumOf(samples, `${name}_sum`);
   if (count === undefined || sum === undefined) return undefined;
   return { count, sum, mean: count > 0 ? sum / count : undefined };
+}
+
+/** A histogram of seconds as milliseconds, the unit the page shows. */
+function inMilliseconds(totals: HistogramTotals | undefined): HistogramTotals | undefined {
+  if (totals === undefined) return undefined;
+  return {
+    count: totals.count,
+    sum: totals.sum * 1000,
+    mean: totals.mean === undefined ? undefined : totals.mean * 1000,
+  };
 }
 
 function rate(now: number | undefined, before: number | undefined, at: number, beforeAt: number | undefined) {

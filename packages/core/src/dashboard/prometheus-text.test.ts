@@ -8,18 +8,18 @@ describe("parsePrometheusText", () => {
       "# TYPE onceflow_records_in_total counter",
       'onceflow_records_in_total{job="orders",subtask="0",operator="src"} 120',
       'onceflow_records_in_total{job="orders",subtask="1",operator="src"} 80',
-      "# TYPE onceflow_checkpoint_duration_ms histogram",
-      'onceflow_checkpoint_duration_ms_bucket{le="10",job="orders"} 3',
-      'onceflow_checkpoint_duration_ms_bucket{le="+Inf",job="orders"} 4',
-      'onceflow_checkpoint_duration_ms_sum{job="orders"} 57.5',
-      'onceflow_checkpoint_duration_ms_count{job="orders"} 4',
+      "# TYPE onceflow_checkpoint_duration_seconds histogram",
+      'onceflow_checkpoint_duration_seconds_bucket{le="10",job="orders"} 3',
+      'onceflow_checkpoint_duration_seconds_bucket{le="+Inf",job="orders"} 4',
+      'onceflow_checkpoint_duration_seconds_sum{job="orders"} 57.5',
+      'onceflow_checkpoint_duration_seconds_count{job="orders"} 4',
       "onceflow_restarts_total 2 1700000000000",
       "",
     ].join("\n");
     const parsed = parsePrometheusText(text);
     expect(parsed.problems).toEqual([]);
     expect(parsed.types.get("onceflow_records_in_total")).toBe("counter");
-    expect(parsed.types.get("onceflow_checkpoint_duration_ms")).toBe("histogram");
+    expect(parsed.types.get("onceflow_checkpoint_duration_seconds")).toBe("histogram");
     expect(parsed.samples).toHaveLength(7);
     expect(parsed.samples[0]).toEqual({
       name: "onceflow_records_in_total",
@@ -27,7 +27,7 @@ describe("parsePrometheusText", () => {
       value: 120,
     });
     expect(parsed.samples[3]).toEqual({
-      name: "onceflow_checkpoint_duration_ms_bucket",
+      name: "onceflow_checkpoint_duration_seconds_bucket",
       labels: { le: "+Inf", job: "orders" },
       value: 4,
     });

@@ -8,7 +8,7 @@ export interface LogFunction {
 
 /**
  * The logger onceflow writes to: any pino logger fits, and so does a small adapter of your own.
- * Nothing logs unless you pass one.
+ * Without one, a job writes its warnings and errors to standard error (see `defaultLogger`).
  *
  * @example
  * ```ts
@@ -28,7 +28,7 @@ export interface Logger {
 const ignore: LogFunction = () => {};
 
 /**
- * A logger that drops everything: the default, so the library never writes to the console unasked.
+ * A logger that drops everything: pass it as a job's `logger` (or to `setDefaultLogger`) to silence even warnings.
  *
  * @example
  * ```ts
@@ -284,9 +284,34 @@ function isErrorDescription(value: object): boolean {
 }
 
 /**
+ * How {@link createConsoleLogger} writes a line: `text` for a person at a terminal
+ * (`2026-01-02T03:04:05.678Z WARN message {"field":1}`), `json` for a log collector (one JSON object
+ * per line: `{"time":"…","level":"warn","msg":"message","field":1}`, pino's field names).
+ */
+export type LogFormat = "text" | "json";
+
+/** The levels a console logger can be set to: `silent` writes nothing. */
+export type LogLevel = LogEntry["level"] | "silent";
+
+const LEVEL_ORDER = ["debug", "info", "warn", "error", "silent"] as const;
+
+/**
+ * Whether `value` names a {@link LogLevel}.
+ *
+ * @example
+ * ```ts
+ * isLogLevel("info"); // true
+ * ```
+ */
+export function isLogLevel(value: unknown): value is LogLevel {
+  return typeof value === "string" && (LEVEL_ORDER as readonly string[]).includes(value);
+}
+
+/**
  * A logger that writes one line per entry to a stream (standard error by default), for CLIs and demos.
- * Fields are written as JSON after the message, made safe by {@link logSafeFields}: errors with
- * their name, message, code, stack and cause; no passwords, keys or client objects.
+ * Fields are made safe by {@link logSafeFields}: errors with their name, message, code, stack and
+ * cause; no passwords, keys or client objects. `format` is `text` (the default) or `json`; `level`
+ * is the lowest level written (default `info`; `silent` writes nothing).
  *
  * @example
  * ```ts
@@ -294,20 +319,28 @@ function isErrorDescription(value: object): boolean {
  * ```
  */
 export function createConsoleLogger(
-  options: { level?: LogEntry["level"]; stream?: NodeJS.WritableStream } = {},
+  options: { level?: LogLevel; format?: LogFormat; stream?: { write(text: string): unknown } } = {},
 ): Logger {
-  const order = ["debug", "info", "warn", "error"] as const;
-  const minimum = order.indexOf(options.level ?? "info");
+  const minimum = LEVEL_ORDER.indexOf(options.level ?? "info");
   const stream = options.stream ?? process.stderr;
+  const json = options.format === "json";
   const make = (bindings: Record<string, unknown>): Logger => {
     const at =
       (level: LogEntry["level"]): LogFunction =>
       (first: Record<string, unknown> | string, message?: string) => {
-        if (order.indexOf(level) < minimum) return;
+        if (LEVEL_ORDER.indexOf(level) < minimum) return;
         const fields = typeof first === "string" ? bindings : { ...bindings, ...first };
         const text = redactText(typeof first === "string" ? first : (message ?? ""));
+        const time = new Date().toISOString();
+        if (json) {
+          // time, level and msg first, as pino writes them; a field of the same name cannot replace them.
+          const head = { time, level, msg: text };
+          const line = writeFields(Object.assign({ ...head }, fields, head));
+          stream.write(`${line}\n`);
+          return;
+        }
         const extra = Object.keys(fields).length > 0 ? ` ${writeFields(fields)}` : "";
-        stream.write(`${new Date().toISOString()} ${level.toUpperCase()} ${text}${extra}\n`);
+        stream.write(`${time} ${level.toUpperCase()} ${text}${extra}\n`);
       };
     return {
       debug: at("debug"),

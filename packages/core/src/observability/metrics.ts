@@ -47,7 +47,8 @@ export interface Metrics {
 }
 
 /**
- * The metric names onceflow reports, stable across releases.
+ * The metric names onceflow reports, stable across releases. They follow Prometheus's conventions:
+ * base units (seconds, bytes) in the name, `_total` on counters.
  *
  * @example
  * ```ts
@@ -55,7 +56,7 @@ export interface Metrics {
  * ```
  */
 export const MetricNames = {
-  checkpointDurationMs: "onceflow_checkpoint_duration_ms",
+  checkpointDurationSeconds: "onceflow_checkpoint_duration_seconds",
   checkpointSizeBytes: "onceflow_checkpoint_size_bytes",
   lastCompletedCheckpointId: "onceflow_last_completed_checkpoint_id",
   lastCompletedCheckpointTimestampSeconds: "onceflow_last_completed_checkpoint_timestamp_seconds",
@@ -71,8 +72,12 @@ export const MetricNames = {
   lateRecordsDropped: "onceflow_late_records_dropped_total",
   sinkPendingTransactions: "onceflow_sink_pending_transactions",
   sinkOldestPendingTransactionAgeSeconds: "onceflow_sink_oldest_pending_transaction_age_seconds",
-  sinkCommitDurationMs: "onceflow_sink_commit_duration_ms",
+  sinkCommitDurationSeconds: "onceflow_sink_commit_duration_seconds",
   sourceLagRecords: "onceflow_source_lag_records",
+  watermarkLagSeconds: "onceflow_watermark_lag_seconds",
+  subtaskBusySeconds: "onceflow_subtask_busy_seconds_total",
+  subtaskBackpressuredSeconds: "onceflow_subtask_backpressured_seconds_total",
+  subtaskIdleSeconds: "onceflow_subtask_idle_seconds_total",
 } as const;
 
 const noop = { inc() {}, set() {}, observe() {} };

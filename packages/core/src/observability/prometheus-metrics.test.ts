@@ -14,16 +14,16 @@ describe("prometheusMetrics", () => {
       .gauge(MetricNames.lastCompletedCheckpointId, "Last completed checkpoint")
       .set(7, { job: "orders" });
     metrics
-      .histogram(MetricNames.checkpointDurationMs, "Checkpoint duration (ms)")
-      .observe(30, { job: "orders" });
+      .histogram(MetricNames.checkpointDurationSeconds, "Checkpoint duration (seconds)")
+      .observe(0.03, { job: "orders" });
     const text = await metrics.registry.metrics();
     expect(text).toContain('onceflow_records_in_total{job="orders",subtask="0",operator="in"} 7');
     expect(text).toContain('onceflow_last_completed_checkpoint_id{job="orders"} 7');
-    expect(text).toContain("# TYPE onceflow_checkpoint_duration_ms histogram");
-    // Millisecond buckets, not prom-client's second-sized defaults.
-    expect(text).toContain('onceflow_checkpoint_duration_ms_bucket{le="25",job="orders"} 0');
-    expect(text).toContain('onceflow_checkpoint_duration_ms_bucket{le="50",job="orders"} 1');
-    expect(text).toContain('onceflow_checkpoint_duration_ms_count{job="orders"} 1');
+    expect(text).toContain("# TYPE onceflow_checkpoint_duration_seconds histogram");
+    // Buckets from a millisecond up, finer than prom-client's defaults.
+    expect(text).toContain('onceflow_checkpoint_duration_seconds_bucket{le="0.025",job="orders"} 0');
+    expect(text).toContain('onceflow_checkpoint_duration_seconds_bucket{le="0.05",job="orders"} 1');
+    expect(text).toContain('onceflow_checkpoint_duration_seconds_count{job="orders"} 1');
   });
 
   it("uses the given registry and shares its metrics between adapters (two jobs, one registry)", async () => {

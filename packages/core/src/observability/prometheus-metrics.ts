@@ -1,10 +1,12 @@
 import {
+  collectDefaultMetrics,
   exponentialBuckets,
   Counter as PromCounter,
   Gauge as PromGauge,
   Histogram as PromHistogram,
   Registry,
 } from "prom-client";
+import { registerDefaultMetrics } from "./default-process-metrics.js";
 import {
   type Counter,
   type Gauge,
@@ -19,17 +21,26 @@ import {
  *
  * @example
  * ```ts
- * const options: PrometheusMetricsOptions = { buckets: { onceflow_checkpoint_duration_ms: [10, 100, 1000, 10_000] } };
+ * const options: PrometheusMetricsOptions = { buckets: { onceflow_checkpoint_duration_seconds: [0.01, 0.1, 1, 10] } };
  * ```
  */
 export interface PrometheusMetricsOptions {
   /** The prom-client registry to register in (default: a new one, so the global one stays untouched). */
   readonly registry?: Registry;
   /**
-   * Histogram buckets by metric name. Default by the name's unit: `…_ms` 1 ms … 5 min, `…_bytes`
-   * 1 KiB … 256 MiB, anything else prom-client's defaults.
+   * Histogram buckets by metric name. Default by the name's unit: `…_seconds` 1 ms … 5 min,
+   * `…_bytes` 1 KiB … 256 MiB, anything else prom-client's defaults.
    */
   readonly buckets?: Readonly<Record<string, readonly number[]>>;
+  /**
+   * Also register prom-client's default metrics of the process — `process_cpu_seconds_total`,
+   * `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`, `nodejs_heap_size_used_bytes`
+   * … — as every prom-client user expects (default true; once per registry, and not when the
+   * registry has them already). Left out: its three gauges named like counters
+   * (`nodejs_active_handles_total` …), which Prometheus's naming rules reject; their per-type
+   * families (`nodejs_active_handles{type}`) remain.
+   */
+  readonly defaultMetrics?: boolean;
 }
 
 /**
@@ -52,7 +63,7 @@ export interface PrometheusMetrics extends Metrics {
 const SUBTASK_OPERATOR = ["job", "subtask", "operator"];
 const SINK = ["job", "subtask", "sink"];
 const KNOWN_LABELS: Readonly<Record<string, readonly string[]>> = {
-  [MetricNames.checkpointDurationMs]: ["job"],
+  [MetricNames.checkpointDurationSeconds]: ["job"],
   [MetricNames.checkpointSizeBytes]: ["job"],
   [MetricNames.lastCompletedCheckpointId]: ["job"],
   [MetricNames.lastCompletedCheckpointTimestampSeconds]: ["job"],
@@ -68,11 +79,15 @@ const KNOWN_LABELS: Readonly<Record<string, readonly string[]>> = {
   [MetricNames.lateRecordsDropped]: SUBTASK_OPERATOR,
   [MetricNames.sinkPendingTransactions]: SINK,
   [MetricNames.sinkOldestPendingTransactionAgeSeconds]: SINK,
-  [MetricNames.sinkCommitDurationMs]: SINK,
+  [MetricNames.sinkCommitDurationSeconds]: SINK,
   [MetricNames.sourceLagRecords]: ["job", "subtask", "source", "split"],
+  [MetricNames.watermarkLagSeconds]: SUBTASK_OPERATOR,
+  [MetricNames.subtaskBusySeconds]: ["job", "subtask"],
+  [MetricNames.subtaskBackpressuredSeconds]: ["job", "subtask"],
+  [MetricNames.subtaskIdleSeconds]: ["job", "subtask"],
 };
 
-const MS_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000];
+const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const BYTES_BUCKETS = exponentialBuckets(1024, 4, 10);
 
 /** What every adapter over one registry shares, so two jobs in one process can report to it. */
@@ -107,6 +122,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Prome
     states.set(registry, state);
   }
   const { refreshes } = state;
+  if (options.defaultMetrics !== false) registerDefaultMetrics({ collectDefaultMetrics }, registry);
 
   const find = <T extends PromMetric>(name: string, create: (labelNames: string[]) => T) => {
     let metric: T | undefined;
@@ -202,7 +218,7 @@ function declaredOnly(metric: PromMetric, labels: MetricLabels | undefined): Rec
 }
 
 function defaultBucketsOf(name: string): readonly number[] | undefined {
-  if (name.endsWith("_ms")) return MS_BUCKETS;
+  if (name.endsWith("_seconds")) return SECONDS_BUCKETS;
   if (name.endsWith("_bytes")) return BYTES_BUCKETS;
   return undefined;
 }

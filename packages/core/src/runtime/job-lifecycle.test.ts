@@ -95,7 +95,7 @@ describe("Job lifecycle", () => {
     expect(metrics.read(MetricNames.recordsIn)).toBe(5000);
     expect(metrics.read(MetricNames.recordsOut)).toBe(5000);
     expect(metrics.read(MetricNames.lastCompletedCheckpointId)).toBe(result.lastCheckpointId);
-    expect(metrics.observations(MetricNames.checkpointDurationMs).length).toBeGreaterThan(1);
+    expect(metrics.observations(MetricNames.checkpointDurationSeconds).length).toBeGreaterThan(1);
   });
 
   it("fails at once, without restarting, on a permanent error such as a timed-out transaction", async () => {

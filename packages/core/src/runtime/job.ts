@@ -6,12 +6,14 @@ import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/ch
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { ConfigurationError, isOnceflowError, OnceflowError } from "../errors/onceflow-error.js";
-import { type Logger, silentLogger } from "../observability/logger.js";
+import { defaultLogger } from "../observability/default-logger.js";
+import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics, noopMetrics } from "../observability/metrics.js";
 import { teeMetrics } from "../observability/tee-metrics.js";
 import type { Source, SourceSplit } from "../source/source.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
+import { countJobExecution } from "./job-executions.js";
 import { type JobStatus, JobStatusTracker } from "./job-status.js";
 import { SourceOperator } from "./operators/source-operator.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
@@ -23,6 +25,7 @@ import { describeStartRequest } from "./restore/start-request.js";
 import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
 import { StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
+import { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
 import { validateJobOptions } from "./validate-job-options.js";
 
 /**
@@ -70,6 +73,10 @@ export interface JobOptions {
    * latest checkpoint.
    */
   readonly restore?: RestoreSetting;
+  /**
+   * Where the job logs (any pino logger fits). Default: `defaultLogger` — warnings and errors to
+   * standard error, or what `setDefaultLogger` (and `onceflow run --log-level`) set.
+   */
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
@@ -93,6 +100,11 @@ export interface JobResult {
   readonly lastCheckpointId: number;
   /** The checkpoint the first attempt restored, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /**
+   * True when the first attempt restored the final checkpoint of a run that had ended and the input
+   * ended again: bounded sources resumed at their end, so this run read nothing they had not read.
+   */
+  readonly resumedAtEndOfInput: boolean;
   readonly restarts: number;
 }
 
@@ -147,13 +159,15 @@ export class Job {
   private stopRequested = false;
   private requestStop: (() => void) | undefined;
   private running = false;
+  /** Set once the running attempt's input ended: its final checkpoint says so in its summary. */
+  private inputEnded = false;
   private coordinator: CheckpointCoordinator | undefined;
   private readonly tracker: JobStatusTracker;
 
   constructor(options: JobOptions) {
     this.options = options;
     this.jobId = options.jobId;
-    this.logger = (options.logger ?? silentLogger).child({ job: options.jobId });
+    this.logger = (options.logger ?? defaultLogger).child({ job: options.jobId });
     this.metrics = options.metrics ?? noopMetrics;
     this.parallelism = options.parallelism ?? 1;
     validateJobOptions(options, this.parallelism);
@@ -239,6 +253,7 @@ export class Job {
 
   /** Runs the job until its bounded input ends or `stop()`, restarting after failures as configured. */
   async execute(): Promise<JobResult> {
+    countJobExecution();
     if (this.running) throw new ConfigurationError("execute", "the job is already running");
     if (!this.graph.nodes.some((node) => node.kind === "sink")) {
       throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
@@ -263,10 +278,14 @@ export class Job {
         try {
           const outcome = await this.runAttempt(attempt, lineageOfAttempts);
           this.tracker.enter("finished");
+          const resumedAtEndOfInput =
+            lineageOfAttempts.firstRestoredFinal === true && outcome.endedBy === "end-of-input";
+          if (resumedAtEndOfInput) this.warnResumedAtEndOfInput(lineageOfAttempts.firstRestoredCheckpointId);
           return {
             jobId: this.jobId,
             ...outcome,
             restoredCheckpointId: lineageOfAttempts.firstRestoredCheckpointId,
+            resumedAtEndOfInput,
             restarts: attempt,
           };
         } catch (error) {
@@ -327,6 +346,7 @@ export class Job {
     lastCheckpointId: number;
     restoredCheckpointId: number | undefined;
   }> {
+    this.inputEnded = false;
     const runsAll = this.options.subtaskIndex === undefined;
     const scope = scopeOf(this.options.subtaskIndex ?? 0, this.parallelism, runsAll);
     const storage = this.options.checkpointing ? this.storage : undefined;
@@ -354,7 +374,14 @@ export class Job {
       runsAll,
       attempts.planned ? "latest" : (this.options.restore ?? "latest"),
     );
-    if (!attempts.planned) attempts.firstRestoredCheckpointId = plan.checkpointId;
+    if (!attempts.planned) {
+      attempts.firstRestoredCheckpointId = plan.checkpointId;
+      attempts.firstRestoredFinal =
+        plan.restoredFrom.length > 0 &&
+        plan.restoredFrom.every(
+          (metadata) => metadata.isFinal && metadata.summary.endedBy === "end-of-input",
+        );
+    }
     attempts.planned = true;
     this.logStartRequest(plan);
     if (plan.checkpointId !== undefined) {
@@ -428,6 +455,7 @@ export class Job {
         () => "end-of-input" as const,
       );
       const endedBy = await Promise.race([inputEnded, stopped, failed]);
+      this.inputEnded = endedBy === "end-of-input";
       this.tracker.enter("stopping");
       if (endedBy === "stop")
         await Promise.race([Promise.all(subtasks.map((subtask) => subtask.stopReading())), failed]);
@@ -561,6 +589,8 @@ export class Job {
     };
     const restored = plan.operatorsOf(subtaskIndex);
     const logger = this.logger.child({ subtask: subtaskIndex });
+    const operators: StreamOperator[] = [];
+    const loopMetrics = new SubtaskLoopMetrics(this.metrics, this.jobId, subtaskIndex, operators);
     const environment = {
       jobId: this.jobId,
       subtaskIndex,
@@ -572,9 +602,9 @@ export class Job {
       metrics: this.metrics,
       restoredCheckpointId: plan.checkpointId,
       checkpointingInterval: this.options.checkpointing ? this.options.checkpointing.interval : undefined,
+      loopMetrics,
     };
     const byNode = new Map<number, StreamOperator>();
-    const operators: StreamOperator[] = [];
     for (const node of this.graph.nodes) {
       const operator = node.createOperator(context);
       for (const input of node.inputs) byNode.get(input.id)!.connectTo(operator);
@@ -595,9 +625,11 @@ export class Job {
         (operator): operator is SourceOperator => operator instanceof SourceOperator,
       );
       const subtask = new Subtask(subtaskIndex, operators, sources, logger);
+      subtask.loopMetrics = loopMetrics;
       await subtask.initialize();
       return subtask;
     } catch (error) {
+      loopMetrics.close();
       // Subtask.close never throws, logs failures and gives up a close that hangs.
       await new Subtask(subtaskIndex, initialized, [], logger).close();
       throw error;
@@ -630,7 +662,16 @@ export class Job {
     return {
       operators: this.graph.nodes.map((node) => ({ uid: node.uid, kind: node.kind })),
       splits,
+      // Tells a later run that restores this checkpoint that its bounded input had ended.
+      ...(this.inputEnded ? { endedBy: "end-of-input" } : {}),
     };
+  }
+
+  private warnResumedAtEndOfInput(checkpointId: number | undefined): void {
+    this.logger.warn(
+      { checkpointId },
+      `the job restored checkpoint ${checkpointId}, the final checkpoint of a run whose input had ended, and its input ended again: bounded sources resumed at their end, so nothing was read again. To run the job from the start, start it with restore: "none" or with empty checkpoint storage`,
+    );
   }
 
   private installSignalHandlers(): () => void {
@@ -653,6 +694,8 @@ interface AttemptLineage {
   incarnation: number | undefined;
   /** The highest checkpoint id any attempt triggered. */
   lastCheckpointId: number;
+  /** Whether the first attempt restored the final checkpoint of a run whose input had ended. */
+  firstRestoredFinal?: boolean;
   /** What the first attempt that planned its restore restored (also when it failed later). */
   firstRestoredCheckpointId: number | undefined;
   /** An attempt planned its restore: `restore` was applied (or skipped), later attempts restore "latest". */

@@ -3,6 +3,7 @@ import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { Logger } from "../observability/logger.js";
 import type { SourceOperator } from "./operators/source-operator.js";
 import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
+import type { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
 
 /** What one subtask contributes to a checkpoint (stored serialized, one buffer per subtask). */
 export interface SubtaskSnapshot {
@@ -58,6 +59,8 @@ export class Subtask {
   private lastProgressAt = Date.now();
   private waiting = false;
   private loopEnded = false;
+  /** Set by the job: where the loop's time goes. */
+  loopMetrics: SubtaskLoopMetrics | undefined;
 
   constructor(
     readonly index: number,
@@ -191,6 +194,7 @@ export class Subtask {
         this.logger.warn({ operator: operator.uid, err: error }, "operator failed to close");
       }
     }
+    this.loopMetrics?.close();
     return failures;
   }
 
@@ -217,6 +221,7 @@ export class Subtask {
       await this.loop();
     } finally {
       this.loopEnded = true;
+      this.loopMetrics?.close();
     }
   }
 
@@ -288,11 +293,13 @@ export class Subtask {
       );
     }
     this.waiting = true;
+    const waitStarted = performance.now();
     try {
       await Promise.race(waits);
     } finally {
       this.waiting = false;
       this.lastProgressAt = Date.now();
+      this.loopMetrics?.waitedIdle(performance.now() - waitStarted);
     }
     if (timer) clearTimeout(timer);
     this.wakeUp = undefined;

@@ -1,5 +1,12 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { TransactionError } from "../errors/onceflow-error.js";
+import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
+import { ConfigurationError, TransactionError } from "../errors/onceflow-error.js";
+import { silentLogger } from "../observability/logger.js";
+import { Job } from "../runtime/job.js";
+import { GeneratorSource } from "../source/generator-source.js";
 import { CollectedOutput, CollectSink } from "./collect-sink.js";
 import { SinkTestHarness } from "./testing/sink-test-harness.js";
 
@@ -96,7 +103,36 @@ describe("CollectSink", () => {
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(TransactionError);
     expect(failure).toMatchObject({ code: "COMMIT_FAILED", checkpointId: 1 });
-    expect((failure as Error).message).toMatch(/unknown to this CollectedOutput/);
+    expect((failure as Error).message).toMatch(/which this CollectedOutput never made/);
+    // The cause is a configuration error: a job fails at once instead of restarting forever.
+    expect((failure as Error).cause).toBeInstanceOf(ConfigurationError);
+  });
+
+  it("fails a job run twice on the same filesystem storage with a typed error, not restarts forever", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "onceflow-collect-rerun-"));
+    try {
+      const runOnce = (output: CollectedOutput<number>) => {
+        // The default restart strategy: a failure that a restart cannot fix must not loop.
+        const job = new Job({
+          jobId: "collected-twice",
+          logger: silentLogger,
+          checkpointing: { interval: 100, storage: filesystem(directory) },
+        });
+        job
+          .fromSource(new GeneratorSource({ count: 50, generate: (index) => index }), { uid: "numbers" })
+          .sinkTo(output.sinkFactory(), { uid: "out" });
+        return job.execute();
+      };
+      const first = new CollectedOutput<number>();
+      await runOnce(first);
+      expect(first.committed).toHaveLength(50);
+      const failure = await runOnce(new CollectedOutput<number>()).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(ConfigurationError);
+      expect(failure).toMatchObject({ code: "CONFIGURATION", setting: "checkpointing.storage" });
+      expect((failure as Error).message).toMatch(/Use storage: "memory" with it, or a new storage folder/);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it("returns copies", async () => {

@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
+import { ConfigurationError } from "../errors/onceflow-error.js";
 import type { SinkContext, SinkFactory } from "./sink.js";
 import type { CommitErrorClassification } from "./two-phase-commit-options.js";
 import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
@@ -8,7 +10,7 @@ import { TwoPhaseCommitSink } from "./two-phase-commit-sink.js";
  *
  * @example
  * ```ts
- * const transaction: CollectTransaction = { id: "collect-3" };
+ * const transaction: CollectTransaction = { id: "collect-1f2e3d4c-3" };
  * ```
  */
 export interface CollectTransaction {
@@ -31,9 +33,11 @@ class CollectStore<T> {
   /** Pre-committed, uncommitted transaction ids, in pre-commit order. */
   readonly preCommitted: string[] = [];
   private nextId = 1;
+  /** Ids unique to this output: a checkpoint of another output (or process) never names one of them. */
+  private readonly prefix = `collect-${randomUUID().slice(0, 8)}`;
 
   begin(): CollectTransaction {
-    const id = `collect-${this.nextId++}`;
+    const id = `${this.prefix}-${this.nextId++}`;
     this.transactions.set(id, { values: [], status: "open" });
     return { id };
   }
@@ -70,9 +74,14 @@ class CollectStore<T> {
   private requireStatus(id: string, status: CollectedTransaction<T>["status"]): CollectedTransaction<T> {
     const transaction = this.transactions.get(id);
     if (transaction?.status === status) return transaction;
-    throw new UncommittableTransactionError(
-      `transaction ${id} is ${transaction?.status ?? "unknown to this CollectedOutput (was it made in another process?)"}, not ${status}`,
-    );
+    if (transaction === undefined) {
+      // A restart cannot make it known: fail the job at once instead of restarting forever.
+      throw new ConfigurationError(
+        "checkpointing.storage",
+        `the restored checkpoint names transaction ${id}, which this CollectedOutput never made: a CollectedOutput keeps its transactions in the memory of one process, so it can only recover checkpoints that its own job stored in this process. Use storage: "memory" with it, or a new storage folder for each run`,
+      );
+    }
+    throw new UncommittableTransactionError(`transaction ${id} is ${transaction.status}, not ${status}`);
   }
 }
 
@@ -195,6 +204,8 @@ export class CollectSink<T> extends TwoPhaseCommitSink<T, CollectTransaction> {
   }
 
   protected override classifyCommitError(error: unknown): CommitErrorClassification {
-    return error instanceof UncommittableTransactionError ? "fatal" : "retry";
+    return error instanceof UncommittableTransactionError || error instanceof ConfigurationError
+      ? "fatal"
+      : "retry";
   }
 }

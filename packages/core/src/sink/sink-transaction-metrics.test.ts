@@ -33,6 +33,6 @@ describe("a two-phase-commit sink's transaction metrics", () => {
     await harness.notifyComplete(2);
     expect(metrics.read(MetricNames.sinkPendingTransactions)).toBe(0);
     expect(metrics.read(MetricNames.sinkOldestPendingTransactionAgeSeconds)).toBe(0);
-    expect(metrics.observations(MetricNames.sinkCommitDurationMs)).toHaveLength(2);
+    expect(metrics.observations(MetricNames.sinkCommitDurationSeconds)).toHaveLength(2);
   });
 });

@@ -38,8 +38,8 @@ export class SinkTransactionMetrics {
       "Age of a sink's oldest pending transaction since it began (0 when none)",
     );
     this.commitDurations = metrics.histogram(
-      MetricNames.sinkCommitDurationMs,
-      "Time to commit one pending transaction, retries included (ms)",
+      MetricNames.sinkCommitDurationSeconds,
+      "Time to commit one pending transaction, retries included (seconds)",
     );
     // The age grows with time alone: refresh it right before each scrape.
     this.stopRefresh =
@@ -56,7 +56,7 @@ export class SinkTransactionMetrics {
 
   /** Records one commit's duration. */
   observeCommit(durationMs: number): void {
-    this.commitDurations.observe(durationMs, this.labels);
+    this.commitDurations.observe(durationMs / 1000, this.labels);
   }
 
   /** Sets the gauges one last time and stops refreshing them (the sink closed). */

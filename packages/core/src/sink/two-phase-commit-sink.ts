@@ -358,6 +358,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     this.transactionMetrics = new SinkTransactionMetrics(context, () =>
       this.pending.map((holder) => holder.startedAt),
     );
+    // Present at 0 from the start, so `increase()` and alerts work before the first retry.
+    this.retriesCounter().inc(0, this.metricLabels());
     this.resourcesOpen = true;
     try {
       await this.openResources(context);

@@ -1,4 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
+import { type Gauge, type MetricLabels, MetricNames } from "../observability/metrics.js";
 import type {
   Source,
   SourceBatch,
@@ -122,8 +123,8 @@ export class GeneratorSource<T> implements Source<T, GeneratorSplit> {
    * const reader = source.createReader(readerContext);
    * ```
    */
-  createReader(_context?: SourceReaderContext): GeneratorSourceReader<T> {
-    return new GeneratorSourceReader(this.options);
+  createReader(context?: SourceReaderContext): GeneratorSourceReader<T> {
+    return new GeneratorSourceReader(this.options, undefined, context);
   }
 }
 
@@ -191,11 +192,19 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
   private timer: NodeJS.Timeout | undefined;
   private waiting: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  /** `onceflow_source_lag_records` per split, when `count` is given (the records left are known). */
+  private readonly lag: { gauge: Gauge; labels: Map<string, MetricLabels>; base: MetricLabels } | undefined;
 
   /**
    * @param now - the clock in milliseconds, replaceable in tests (default `performance.now`).
+   * @param context - the reader's context: with it and a `count`, each split's records left are
+   *   reported as `onceflow_source_lag_records`.
    */
-  constructor(options: GeneratorSourceOptions<T>, now: () => number = () => performance.now()) {
+  constructor(
+    options: GeneratorSourceOptions<T>,
+    now: () => number = () => performance.now(),
+    context?: SourceReaderContext,
+  ) {
     validateGeneratorOptions(options);
     this.generate = options.generate;
     this.timestampOf = options.timestampOf;
@@ -203,6 +212,17 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
     this.batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
     this.recordsPerSecond = options.recordsPerSecond;
     this.now = now;
+    this.lag =
+      context === undefined || options.count === undefined
+        ? undefined
+        : {
+            gauge: context.metrics.gauge(
+              MetricNames.sourceLagRecords,
+              "Records of a source split not read yet: its end minus the source's position",
+            ),
+            labels: new Map(),
+            base: { job: context.jobId, subtask: String(context.subtaskIndex), source: context.operatorUid },
+          };
   }
 
   addSplits(splits: GeneratorSplit[]): void {
@@ -214,6 +234,7 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
         nextIndex: split.nextIndex,
       });
     }
+    for (const split of this.splits) this.reportLag(split);
     if (this.recordsPerSecond !== undefined && splits.length > 0) {
       // This reader's share of the source-wide rate: its splits out of all of them.
       const total = this.splits[0]?.splits ?? 1;
@@ -248,6 +269,7 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
     if (timestampOf === undefined) {
       for (let i = 0; i < size; i++, index += stride) records[i] = generate(index, splitIndex);
       split.nextIndex = index;
+      this.reportLag(split);
       return { splitId: split.splitId, records };
     }
     const timestamps = new Array<number>(size);
@@ -256,7 +278,19 @@ export class GeneratorSourceReader<T> implements SourceReader<T, GeneratorSplit>
       timestamps[i] = timestampOf(index);
     }
     split.nextIndex = index;
+    this.reportLag(split);
     return { splitId: split.splitId, records, timestamps };
+  }
+
+  private reportLag(split: MutableSplit): void {
+    const lag = this.lag;
+    if (lag === undefined) return;
+    let labels = lag.labels.get(split.splitId);
+    if (labels === undefined) {
+      labels = { ...lag.base, split: split.splitId };
+      lag.labels.set(split.splitId, labels);
+    }
+    lag.gauge.set(Math.max(0, Math.ceil((this.count - split.nextIndex) / split.splits)), labels);
   }
 
   isAvailable(): Promise<void> {

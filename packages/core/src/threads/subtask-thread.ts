@@ -36,7 +36,8 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
   const exports = (await import(data.moduleUrl)) as Record<string, unknown>;
   const factory = pickJobFactory(exports, data.exportName);
   if (data.metrics) {
-    metrics = await loadPrometheusMetrics();
+    // The process's own metrics (process_*, nodejs_*) come from the main thread, once.
+    metrics = await loadPrometheusMetrics(undefined, { defaultMetrics: false });
     // Every series of this thread carries its subtask, the job-level ones too: the main thread
     // merges the threads' registries, and must not add up two threads' checkpoint ids.
     metrics.registry.setDefaultLabels({ subtask: String(data.subtaskIndex) });

@@ -90,6 +90,8 @@ class WindowOperatorFunction<K, IN, ACC, R, OUT> implements KeyedProcessFunction
       operator: context.operatorUid,
       subtask: String(context.subtaskIndex),
     };
+    // Present at 0 from the start, so `increase()` and alerts work before the first late record.
+    this.lateDropped.inc(0, this.lateLabels);
   }
 
   processElement(value: IN, context: KeyedProcessContext<K>, out: Collector<OUT>): void {

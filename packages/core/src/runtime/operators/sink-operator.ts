@@ -15,6 +15,7 @@ export class SinkOperator extends StreamOperator {
   private state: UserFunctionState | undefined;
   private recordsOut: Counter | undefined;
   private labels: Record<string, string> = {};
+  private loopMetrics: OperatorEnvironment["loopMetrics"];
   private readonly context: { timestamp: number | undefined; currentWatermark: number; splitId: string } = {
     timestamp: undefined,
     currentWatermark: -Infinity,
@@ -36,6 +37,7 @@ export class SinkOperator extends StreamOperator {
     this.recordsOut = environment.metrics.counter(MetricNames.recordsOut, "Records written by sinks");
     this.labels = { job: environment.jobId, subtask: String(environment.subtaskIndex), operator: this.uid };
     this.recordsOut.inc(0, this.labels);
+    this.loopMetrics = environment.loopMetrics;
     await this.state.initialize(restored?.operatorState);
   }
 
@@ -50,16 +52,27 @@ export class SinkOperator extends StreamOperator {
     const values = batch.values;
     if (this.sink.writeBatch) {
       context.timestamp = undefined;
-      await this.sink.writeBatch(values, context as SinkContext);
+      const pending = this.sink.writeBatch(values, context as SinkContext);
+      if (pending) await this.waitFor(pending);
     } else {
       const timestamps = batch.timestamps;
       for (let index = 0; index < values.length; index++) {
         context.timestamp = timestamps?.[index];
         const pending = this.sink.write(values[index], context as SinkContext);
-        if (pending) await pending;
+        if (pending) await this.waitFor(pending);
       }
     }
     this.recordsOut!.inc(values.length, this.labels);
+  }
+
+  /** Awaits a write, counting the wait as the subtask's backpressured time. */
+  private async waitFor(pending: PromiseLike<void>): Promise<void> {
+    const started = performance.now();
+    try {
+      await pending;
+    } finally {
+      this.loopMetrics?.waitedForSink(performance.now() - started);
+    }
   }
 
   override async snapshot(checkpoint: FunctionSnapshotContext): Promise<OperatorSnapshot | undefined> {

@@ -3,6 +3,7 @@ import type { Logger } from "../../observability/logger.js";
 import { type Counter, type MetricLabels, MetricNames, type Metrics } from "../../observability/metrics.js";
 import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
 import type { OperatorStateSnapshot } from "../../state/operator-state-store.js";
+import type { SubtaskLoopMetrics } from "../subtask-loop-metrics.js";
 import type { Timer } from "../timer-queue.js";
 
 /**
@@ -41,6 +42,8 @@ export interface OperatorEnvironment {
   readonly restoredCheckpointId: number | undefined;
   /** The checkpoint interval in ms, or undefined when checkpointing is off. */
   readonly checkpointingInterval: number | undefined;
+  /** Where the subtask's loop spends its time (a sink reports its waits to it). */
+  readonly loopMetrics?: SubtaskLoopMetrics;
 }
 
 interface Edge {
