@@ -1,0 +1,242 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Collector, KeyedProcessContext, KeyedRuntimeContext } from "../api/process-function.js";
+import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
+import { isOnceflowError } from "../errors/onceflow-error.js";
+import { CollectedOutput } from "../sink/collect-sink.js";
+import { FileLinesSource } from "../source/file-lines-source.js";
+import { GeneratorSource } from "../source/generator-source.js";
+import type { ValueState } from "../state/state.js";
+import { countAggregate } from "../window/aggregate-function.js";
+import { TumblingEventTimeWindows } from "../window/window-assigners.js";
+import { Job } from "./job.js";
+import { type Counted, type Reading, RunningCount } from "./testing/running-count.js";
+
+/**
+ * A running count that waits for the event loop now and then, as a function calling a service
+ * would: other subtasks' loops (and their checkpoint mail) run while a batch is half processed.
+ */
+class SlowRunningCount extends RunningCount {
+  private calls = 0;
+  override processElement(
+    reading: Reading,
+    context: KeyedProcessContext<string>,
+    out: Collector<Counted>,
+  ): void | Promise<void> {
+    super.processElement(reading, context, out);
+    if (++this.calls % 16 === 0) return new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** The running count of each key: emits (key, count so far) per record. */
+class CountPerKey {
+  private count!: ValueState<number>;
+  open(context: KeyedRuntimeContext): void {
+    this.count = context.getState<number>({ name: "count" });
+  }
+  processElement(key: string, _context: KeyedProcessContext<string>, out: Collector<string>): void {
+    const count = (this.count.value() ?? 0) + 1;
+    this.count.update(count);
+    out.collect(`${key}=${count}`);
+  }
+}
+
+async function twoFilesWithKeyAThreeTimes(): Promise<string[]> {
+  const directory = await mkdtemp(join(tmpdir(), "keyed-exchange-"));
+  const paths = [join(directory, "one.txt"), join(directory, "two.txt")];
+  for (const path of paths) await writeFile(path, "a\na\na\n");
+  return paths;
+}
+
+const byCount = (values: readonly string[]): string[] =>
+  [...values].sort((left, right) => Number(left.split("=")[1]) - Number(right.split("=")[1]));
+
+describe("keyBy: one state per key for the whole job", () => {
+  it.each([1, 2, 3])(
+    "two files holding key 'a' three times each count to 6 at parallelism %i",
+    async (parallelism) => {
+      const paths = await twoFilesWithKeyAThreeTimes();
+      const output = new CollectedOutput<string>();
+      const job = new Job({
+        jobId: `two-files-${parallelism}`,
+        parallelism,
+        checkpointing: { interval: 1000, storage: "memory" },
+        restartStrategy: { type: "none" },
+      });
+      job
+        .fromSource(new FileLinesSource({ paths }), { uid: "lines" })
+        .keyBy((line) => line)
+        .process(() => new CountPerKey(), { uid: "count" })
+        .sinkTo(output.sinkFactory(), { uid: "out" });
+      await job.execute();
+      expect(byCount(output.committed)).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
+    },
+  );
+
+  it("a union of two sources in one subtask counts to 6", async () => {
+    const [first, second] = await twoFilesWithKeyAThreeTimes();
+    const output = new CollectedOutput<string>();
+    const job = new Job({
+      jobId: "union",
+      checkpointing: { interval: 1000, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    const left = job.fromSource(new FileLinesSource({ paths: [first!] }), { uid: "left" });
+    const right = job.fromSource(new FileLinesSource({ paths: [second!] }), { uid: "right" });
+    left
+      .union(right)
+      .keyBy((line) => line)
+      .process(new CountPerKey(), { uid: "count" })
+      .sinkTo(output.sinkFactory(), { uid: "out" });
+    await job.execute();
+    expect(byCount(output.committed)).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
+  });
+
+  it.each([
+    [2, 4],
+    [2, 3],
+    [3, 5],
+  ])(
+    "the README's windowed job gives one row per (user, window) at parallelism %i with %i splits",
+    async (parallelism, splits) => {
+      const output = new CollectedOutput<{ user: string; start: number; count: number }>();
+      const job = new Job({
+        jobId: `clicks-${parallelism}-${splits}`,
+        parallelism,
+        checkpointing: { interval: 50, storage: "memory" },
+        restartStrategy: { type: "none" },
+      });
+      job
+        .fromSource(
+          new GeneratorSource({ count: 20_000, splits, generate: (i) => ({ user: `u${i % 100}`, at: i }) }),
+          { uid: "clicks", watermarks: { timestampAssigner: (click) => click.at, maxOutOfOrderness: 100 } },
+        )
+        .keyBy((click) => click.user)
+        .window(TumblingEventTimeWindows.of(10_000))
+        .aggregate(countAggregate(), (user, window, count) => ({ user, start: window.start, count }), {
+          uid: "count",
+        })
+        .sinkTo(output.sinkFactory(), { uid: "files" });
+      await job.execute();
+      const rows = output.committed;
+      expect(rows).toHaveLength(200); // 100 users × 2 windows
+      expect(new Set(rows.map((row) => `${row.user}@${row.start}`)).size).toBe(200);
+      expect(rows.every((row) => row.count === 100)).toBe(true);
+    },
+  );
+
+  it("a checkpoint taken across the exchange restores at another parallelism to the same counts", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<string>();
+    const build = (parallelism: number, count: number): Job => {
+      const job = new Job({
+        jobId: "exchange-rescale",
+        parallelism,
+        checkpointing: { interval: 1000, storage },
+        restartStrategy: { type: "none" },
+      });
+      job
+        .fromSource(new GeneratorSource({ count, splits: 5, generate: (i) => `k${i % 7}` }), { uid: "keys" })
+        .keyBy((key) => key)
+        .process(() => new CountPerKey(), { uid: "count" })
+        .sinkTo(output.sinkFactory(), { uid: "out" });
+      return job;
+    };
+    // A bounded first run ends with a final checkpoint; the second reads on from it (the generator
+    // goes on from its restored positions up to the larger count).
+    await build(2, 700).execute();
+    await build(3, 1400).execute();
+    const highest = new Map<string, number>();
+    for (const entry of output.committed) {
+      const [key, count] = entry.split("=") as [string, string];
+      highest.set(key, Math.max(highest.get(key) ?? 0, Number(count)));
+    }
+    expect(Object.fromEntries(highest)).toEqual(
+      Object.fromEntries(Array.from({ length: 7 }, (_, key) => [`k${key}`, 200])),
+    );
+    expect(new Set(output.committed).size).toBe(1400);
+  });
+});
+
+describe("keyBy refuses what it would get wrong", () => {
+  const build = (options: { parallelism: number; subtaskIndex?: number; maxParallelism?: number }) => {
+    const job = new Job({
+      jobId: "refusals",
+      ...options,
+      checkpointing: { interval: 1000, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 10, generate: (i) => `k${i}` }), { uid: "keys" })
+      .keyBy((key) => key)
+      .process(() => new CountPerKey(), { uid: "count" })
+      .sinkTo(new CollectedOutput<string>().sinkFactory(), { uid: "out" });
+    return job;
+  };
+
+  it("a parallelism above maxParallelism is a configuration error", () => {
+    expect(() => build({ parallelism: 4, maxParallelism: 2 })).toThrow(/above maxParallelism 2/);
+  });
+
+  it("one subtask per process with keyBy fails at start and names reinterpretAsKeyedStream", async () => {
+    const error = await build({ parallelism: 2, subtaskIndex: 0 })
+      .execute()
+      .catch((caught: unknown) => caught);
+    expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/reinterpretAsKeyedStream/);
+  });
+});
+
+describe("checkpoints across the exchange", () => {
+  it("a restart from checkpoints taken while batches cross the exchange keeps every key's count exact", async () => {
+    const records = 30_000;
+    const keys = 13;
+    const output = new CollectedOutput<Counted>();
+    let seen = 0;
+    const job = new Job({
+      jobId: "aligned",
+      parallelism: 3,
+      checkpointing: { interval: 10, storage: new MemoryCheckpointStorage() },
+      restartStrategy: { type: "fixed-delay", attempts: 5, delay: 1 },
+    });
+    job
+      .fromSource(
+        new GeneratorSource<Reading>({
+          count: records,
+          splits: 7,
+          generate: (index) => ({ index, key: `key-${index % keys}` }),
+          recordsPerSecond: 60_000,
+        }),
+        { uid: "readings" },
+      )
+      .map((reading) => {
+        // Fail twice, each time after checkpoints were taken while records were on their way.
+        seen++;
+        if (seen === 10_000 || seen === 20_000) throw new Error("injected failure");
+        return reading;
+      })
+      .keyBy((reading) => reading.key)
+      .process(() => new SlowRunningCount(), { uid: "count" })
+      .sinkTo(output.sinkFactory(), { uid: "out" });
+    const result = await job.execute();
+    expect(result.restarts).toBe(2);
+    const committed = output.committed;
+    expect(new Set(committed.map((record) => record.index)).size).toBe(records);
+    expect(committed).toHaveLength(records);
+    const countsByKey = new Map<string, number[]>();
+    for (const record of committed)
+      countsByKey.set(record.key, [...(countsByKey.get(record.key) ?? []), record.count]);
+    for (const [key, counts] of countsByKey) {
+      const expected = Array.from(
+        { length: records / keys + (Number(key.slice(4)) < records % keys ? 1 : 0) },
+        (_, index) => index + 1,
+      );
+      expect(
+        [...counts].sort((a, b) => a - b),
+        key,
+      ).toEqual(expected);
+    }
+  });
+});
