@@ -5,13 +5,18 @@ import { describe, expect, it } from "vitest";
 import type { Collector, KeyedProcessContext, KeyedRuntimeContext } from "../api/process-function.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { isOnceflowError } from "../errors/onceflow-error.js";
+import { silentLogger } from "../observability/logger.js";
+import { noopMetrics } from "../observability/metrics.js";
 import { CollectedOutput } from "../sink/collect-sink.js";
 import { FileLinesSource } from "../source/file-lines-source.js";
 import { GeneratorSource } from "../source/generator-source.js";
+import { defaultSerializer } from "../state/serializer.js";
 import type { ValueState } from "../state/state.js";
 import { countAggregate } from "../window/aggregate-function.js";
 import { TumblingEventTimeWindows } from "../window/window-assigners.js";
 import { Job } from "./job.js";
+import { type KeyedPartitioning, KeyedProcessOperator } from "./operators/keyed-process-operator.js";
+import type { OperatorSnapshot } from "./operators/stream-operator.js";
 import { type Counted, type Reading, RunningCount } from "./testing/running-count.js";
 
 /**
@@ -238,5 +243,84 @@ describe("checkpoints across the exchange", () => {
         key,
       ).toEqual(expected);
     }
+  });
+});
+
+describe("the checkpoint records how keyed state was partitioned", () => {
+  const build = (
+    storage: MemoryCheckpointStorage,
+    options: { maxParallelism?: number; reinterpret?: boolean },
+  ): Job => {
+    const job = new Job({
+      jobId: "modes",
+      parallelism: 2,
+      ...(options.maxParallelism === undefined ? {} : { maxParallelism: options.maxParallelism }),
+      checkpointing: { interval: 1000, storage },
+      restartStrategy: { type: "fixed-delay", attempts: 3, delay: 1 },
+    });
+    const keys = job.fromSource(new GeneratorSource({ count: 40, splits: 2, generate: (i) => `k${i % 4}` }), {
+      uid: "keys",
+    });
+    const keyed = options.reinterpret
+      ? keys.reinterpretAsKeyedStream((key) => key)
+      : keys.keyBy((key) => key);
+    keyed
+      .process(() => new CountPerKey(), { uid: "count" })
+      .sinkTo(new CollectedOutput<string>().sinkFactory(), {
+        uid: "out",
+      });
+    return job;
+  };
+  const failureOf = (job: Job): Promise<unknown> =>
+    job.execute().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+  it("restoring with another maxParallelism is refused at once, naming the one to keep", async () => {
+    const storage = new MemoryCheckpointStorage();
+    await build(storage, { maxParallelism: 64 }).execute();
+    const error = await failureOf(build(storage, { maxParallelism: 256 }));
+    expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/maxParallelism: is 256, .* in 64 key groups; .* set it back to 64/);
+  });
+
+  it("state written after keyBy is refused after reinterpretAsKeyedStream, and the reverse", async () => {
+    const byKeyGroup = new MemoryCheckpointStorage();
+    await build(byKeyGroup, {}).execute();
+    expect(String(await failureOf(build(byKeyGroup, { reinterpret: true })))).toMatch(
+      /keyed state of 'count': .* per key group .* now runs after reinterpretAsKeyedStream/,
+    );
+    const bySplit = new MemoryCheckpointStorage();
+    await build(bySplit, { reinterpret: true }).execute();
+    const error = await failureOf(build(bySplit, {}));
+    expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/keyed state of 'count': .* per source split .* now runs after keyBy/);
+  });
+
+  it("keyed state written per split before key groups is refused by keyBy and read by reinterpretAsKeyedStream", async () => {
+    // A snapshot as checkpoints held it before key groups: scoped by split key, with no mode.
+    const legacy: OperatorSnapshot = {
+      keyed: { "keys/split-0": { count: defaultSerializer.serialize(new Map([["k0", 3]])) } },
+    };
+    const environment = {
+      jobId: "legacy",
+      subtaskIndex: 0,
+      parallelism: 1,
+      attemptNumber: 0,
+      incarnation: 1,
+      logger: silentLogger,
+      metrics: noopMetrics,
+      restoredCheckpointId: 7,
+      checkpointingInterval: 1000,
+    };
+    const operatorOf = (partitioning: KeyedPartitioning) =>
+      new KeyedProcessOperator("count", (key) => key, new CountPerKey() as never, partitioning);
+    await expect(
+      operatorOf({ kind: "key-group", maxParallelism: 128 }).initialize(environment, legacy),
+    ).rejects.toThrow(
+      /checkpoint 7 holds it per source split, as written before keyed state was kept per key group; .*reinterpretAsKeyedStream/,
+    );
+    await expect(operatorOf({ kind: "split" }).initialize(environment, legacy)).resolves.toBeUndefined();
   });
 });
