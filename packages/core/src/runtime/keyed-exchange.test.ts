@@ -324,3 +324,32 @@ describe("the checkpoint records how keyed state was partitioned", () => {
     await expect(operatorOf({ kind: "split" }).initialize(environment, legacy)).resolves.toBeUndefined();
   });
 });
+
+describe("skew", () => {
+  it("one key with 90 % of the records is counted exactly across the exchange", async () => {
+    const records = 20_000;
+    const output = new CollectedOutput<Counted>();
+    const job = new Job({
+      jobId: "skew",
+      parallelism: 3,
+      checkpointing: { interval: 10, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(
+        new GeneratorSource<Reading>({
+          count: records,
+          splits: 6,
+          generate: (index) => ({ index, key: index % 10 === 0 ? `cold-${index % 7}` : "hot" }),
+        }),
+        { uid: "readings" },
+      )
+      .keyBy((reading) => reading.key)
+      .process(() => new RunningCount(), { uid: "count" })
+      .sinkTo(output.sinkFactory(), { uid: "out" });
+    await job.execute();
+    const hot = output.committed.filter((record) => record.key === "hot").map((record) => record.count);
+    expect(hot.sort((a, b) => a - b)).toEqual(Array.from({ length: 18_000 }, (_, index) => index + 1));
+    expect(output.committed).toHaveLength(records);
+  });
+});
