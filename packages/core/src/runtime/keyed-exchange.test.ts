@@ -25,26 +25,33 @@ import { type Counted, type Reading, RunningCount } from "./testing/running-coun
  */
 class SlowRunningCount extends RunningCount {
   private calls = 0;
+  private attemptNumber = 0;
+  override open(context: KeyedRuntimeContext): void {
+    super.open(context);
+    this.attemptNumber = context.attemptNumber;
+  }
   override processElement(
     reading: Reading,
     context: KeyedProcessContext<string>,
     out: Collector<Counted>,
   ): void | Promise<void> {
+    // The first four attempts fail, each after checkpoints were taken while records were on their way.
+    if (this.attemptNumber < 4 && this.calls === 2_000) throw new Error("injected failure");
     super.processElement(reading, context, out);
-    if (++this.calls % 16 === 0) return new Promise<void>((resolve) => setImmediate(resolve));
+    if (++this.calls % 4 === 0) return new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 
-/** The running count of each key: emits (key, count so far) per record. */
+/** The running count of each key: emits (current key, count so far) per record. */
 class CountPerKey {
   private count!: ValueState<number>;
   open(context: KeyedRuntimeContext): void {
     this.count = context.getState<number>({ name: "count" });
   }
-  processElement(key: string, _context: KeyedProcessContext<string>, out: Collector<string>): void {
+  processElement(_value: string, context: KeyedProcessContext<string>, out: Collector<string>): void {
     const count = (this.count.value() ?? 0) + 1;
     this.count.update(count);
-    out.collect(`${key}=${count}`);
+    out.collect(`${context.getCurrentKey()}=${count}`);
   }
 }
 
@@ -199,7 +206,6 @@ describe("checkpoints across the exchange", () => {
     const records = 30_000;
     const keys = 13;
     const output = new CollectedOutput<Counted>();
-    let seen = 0;
     const job = new Job({
       jobId: "aligned",
       parallelism: 3,
@@ -216,17 +222,11 @@ describe("checkpoints across the exchange", () => {
         }),
         { uid: "readings" },
       )
-      .map((reading) => {
-        // Fail twice, each time after checkpoints were taken while records were on their way.
-        seen++;
-        if (seen === 10_000 || seen === 20_000) throw new Error("injected failure");
-        return reading;
-      })
       .keyBy((reading) => reading.key)
       .process(() => new SlowRunningCount(), { uid: "count" })
       .sinkTo(output.sinkFactory(), { uid: "out" });
     const result = await job.execute();
-    expect(result.restarts).toBe(2);
+    expect(result.restarts).toBe(4);
     const committed = output.committed;
     expect(new Set(committed.map((record) => record.index)).size).toBe(records);
     expect(committed).toHaveLength(records);
@@ -351,5 +351,61 @@ describe("skew", () => {
     const hot = output.committed.filter((record) => record.key === "hot").map((record) => record.count);
     expect(hot.sort((a, b) => a - b)).toEqual(Array.from({ length: 18_000 }, (_, index) => index + 1));
     expect(output.committed).toHaveLength(records);
+  });
+});
+
+describe("several exchanges", () => {
+  it("keyBy → count → keyBy again → count: both stages count per key for the whole job", async () => {
+    const output = new CollectedOutput<string>();
+    const job = new Job({
+      jobId: "two-exchanges",
+      parallelism: 3,
+      checkpointing: { interval: 10, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 3_000, splits: 4, generate: (i) => `k${i % 10}` }), {
+        uid: "keys",
+      })
+      .keyBy((key) => key)
+      .process(() => new CountPerKey(), { uid: "first" })
+      // "k3=17" → its parity: the second stage counts how many running counts were odd or even.
+      .keyBy((counted) => (Number(counted.split("=")[1]) % 2 === 0 ? "even" : "odd"))
+      .process(() => new CountPerKey(), { uid: "second" })
+      .sinkTo(output.sinkFactory(), { uid: "out" });
+    await job.execute();
+    // Each of the 10 keys counts 1..300: 150 odd and 150 even counts per key.
+    const highest = (prefix: string) =>
+      Math.max(
+        ...output.committed
+          .filter((entry) => entry.startsWith(prefix))
+          .map((entry) => Number(entry.split("=")[1])),
+      );
+    expect(highest("odd=")).toBe(1_500);
+    expect(highest("even=")).toBe(1_500);
+    expect(output.committed).toHaveLength(3_000);
+  });
+
+  it("a union of a keyed stage's output and a stream before any exchange reaches the sink exactly once", async () => {
+    const output = new CollectedOutput<string>();
+    const job = new Job({
+      jobId: "union-across-stages",
+      parallelism: 2,
+      checkpointing: { interval: 10, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    const keys = job.fromSource(
+      new GeneratorSource({ count: 1_000, splits: 3, generate: (i) => `k${i % 5}` }),
+      {
+        uid: "keys",
+      },
+    );
+    const counted = keys.keyBy((key) => key).process(() => new CountPerKey(), { uid: "count" });
+    counted.union(keys.map((key) => `raw:${key}`)).sinkTo(output.sinkFactory(), { uid: "out" });
+    await job.execute();
+    expect(output.committed.filter((entry) => entry.startsWith("raw:"))).toHaveLength(1_000);
+    const counts = output.committed.filter((entry) => !entry.startsWith("raw:"));
+    expect(counts).toHaveLength(1_000);
+    expect(new Set(counts).size).toBe(1_000);
   });
 });

@@ -237,6 +237,10 @@ export class Subtask {
   async run(): Promise<void> {
     try {
       await this.loop();
+    } catch (error) {
+      // This loop takes no barrier any more: the other loops must not wait for it in a checkpoint.
+      this.exchange?.alignment.cancel();
+      throw error;
     } finally {
       this.loopEnded = true;
     }
