@@ -1,7 +1,15 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import type { StateKey } from "./keyed-state-backend.js";
 
-/** Flink's default `maxParallelism` for a job of up to 128 subtasks. */
+/**
+ * The number of key groups of a job that sets no `maxParallelism` (Flink's default for a job of up
+ * to 128 subtasks).
+ *
+ * @example
+ * ```ts
+ * assignToKeyGroup("user-42", DEFAULT_MAX_PARALLELISM); // 20
+ * ```
+ */
 export const DEFAULT_MAX_PARALLELISM = 128;
 /** Flink's upper bound for `maxParallelism` (2^15). */
 export const UPPER_BOUND_MAX_PARALLELISM = 32_768;
