@@ -1,7 +1,7 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Collector, KeyedProcessContext, KeyedRuntimeContext } from "../api/process-function.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { isOnceflowError } from "../errors/onceflow-error.js";
@@ -407,5 +407,50 @@ describe("several exchanges", () => {
     const counts = output.committed.filter((entry) => !entry.startsWith("raw:"));
     expect(counts).toHaveLength(1_000);
     expect(new Set(counts).size).toBe(1_000);
+  });
+});
+
+describe("rescale of windows", () => {
+  it("windows open at a stop at parallelism 2 fire once, complete, after a restore at parallelism 3", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<{ user: string; start: number; count: number }>();
+    const build = (parallelism: number): Job => {
+      const job = new Job({
+        jobId: "windows-rescale",
+        parallelism,
+        checkpointing: { interval: 20, storage },
+        restartStrategy: { type: "none" },
+      });
+      job
+        .fromSource(
+          new GeneratorSource({
+            count: 12_000,
+            splits: 5,
+            generate: (i) => ({ user: `u${i % 30}`, at: i }),
+            timestampOf: (i) => i,
+            recordsPerSecond: 20_000,
+          }),
+          { uid: "clicks", watermarks: { timestampAssigner: (click) => click.at, maxOutOfOrderness: 50 } },
+        )
+        .keyBy((click) => click.user)
+        .window(TumblingEventTimeWindows.of(3_000))
+        .aggregate(countAggregate(), (user, window, count) => ({ user, start: window.start, count }), {
+          uid: "count",
+        })
+        .sinkTo(output.sinkFactory(), { uid: "out" });
+      return job;
+    };
+    const first = build(2);
+    const running = first.execute();
+    // Stopped once the first windows were committed: later windows are open, their timers pending.
+    await vi.waitFor(() => expect(output.committed.length).toBeGreaterThan(0), { timeout: 10_000 });
+    first.stop();
+    await running;
+    expect(output.committed.length).toBeLessThan(120);
+    await build(3).execute();
+    const rows = output.committed;
+    expect(rows).toHaveLength(120); // 30 users × 4 windows, each once
+    expect(new Set(rows.map((row) => `${row.user}@${row.start}`)).size).toBe(120);
+    expect(rows.every((row) => row.count === 100)).toBe(true);
   });
 });
