@@ -13,16 +13,21 @@ export type KeyedScopeSnapshot = Record<string, Buffer>;
 
 type Table = Map<StateKey, unknown>;
 
+/** The one scope of key-scoped state between snapshots (see `KeyedStateBackend`). */
+export const KEY_SCOPED = "key-groups";
+
 interface RegisteredState {
   readonly kind: "value" | "list" | "map";
   readonly serializer: TypeSerializer<unknown> | undefined;
 }
 
 /**
- * Keyed state of one operator in one subtask. State lives per scope and per key: the scope is the
- * key's key group (after `keyBy`), or the split a record came from (after
- * `reinterpretAsKeyedStream`), so that on rescale a scope moves to its new subtask whole.
- * Access is synchronous: the tables are in memory and snapshotted at each checkpoint.
+ * Keyed state of one operator in one subtask, by state name and key. In a checkpoint it is divided
+ * into scopes, so that on rescale a scope moves to its new subtask whole: the key's key group (after
+ * `keyBy`, given `scopeOfKey`), or the split a record came from (after `reinterpretAsKeyedStream`,
+ * set per batch with `setCurrentScope`). Key groups are worked out only at snapshots: between them
+ * each state is one table, so a record's state access costs no hashing. Access is synchronous: the
+ * tables are in memory and snapshotted at each checkpoint.
  */
 export class KeyedStateBackend implements KeyedStateStore {
   private readonly scopes = new Map<string, Map<string, Table>>();
@@ -32,8 +37,13 @@ export class KeyedStateBackend implements KeyedStateStore {
   currentScope = "";
   currentKey: StateKey = "";
 
-  constructor(restored: Readonly<Record<string, KeyedScopeSnapshot>> = {}) {
-    for (const [scope, snapshot] of Object.entries(restored)) this.restored.set(scope, snapshot);
+  constructor(
+    restored: Readonly<Record<string, KeyedScopeSnapshot>> = {},
+    /** The scope of each key (its key group's) when state is scoped by key, not per batch. */
+    private readonly scopeOfKey?: (key: StateKey) => string,
+  ) {
+    for (const [scope, snapshot] of Object.entries(restored)) this.restored.set(scope, { ...snapshot });
+    if (scopeOfKey) this.setCurrentScope(KEY_SCOPED);
   }
 
   /** Points state access at `scope` (a key group's or a split's). */
@@ -58,7 +68,9 @@ export class KeyedStateBackend implements KeyedStateStore {
     if (!tables) throw new Error("keyed state used outside of a keyed context");
     let table = tables.get(name);
     if (!table) {
-      table = this.restoreTable(this.currentScope, name) ?? new Map();
+      table =
+        (this.scopeOfKey ? this.restoreFromEveryScope(name) : this.restoreTable(this.currentScope, name)) ??
+        new Map();
       tables.set(name, table);
     }
     return table;
@@ -141,6 +153,26 @@ export class KeyedStateBackend implements KeyedStateStore {
   snapshot(): Record<string, KeyedScopeSnapshot> {
     const result: Record<string, KeyedScopeSnapshot> = {};
     for (const [scope, snapshot] of this.restored) result[scope] = { ...snapshot };
+    const scopeOfKey = this.scopeOfKey;
+    if (scopeOfKey) {
+      for (const [name, table] of this.scopes.get(KEY_SCOPED) ?? []) {
+        const parts = new Map<string, Table>();
+        for (const [key, value] of table) {
+          const scope = scopeOfKey(key);
+          let part = parts.get(scope);
+          if (!part) {
+            part = new Map();
+            parts.set(scope, part);
+          }
+          part.set(key, value);
+        }
+        for (const [scope, part] of parts) {
+          result[scope] ??= {};
+          result[scope][name] = this.serializeTable(name, part);
+        }
+      }
+      return result;
+    }
     for (const [scope, tables] of this.scopes) {
       const out: KeyedScopeSnapshot = result[scope] ?? {};
       for (const [name, table] of tables) {
@@ -185,6 +217,22 @@ export class KeyedStateBackend implements KeyedStateStore {
     if (!snapshot || !bytes) return undefined;
     delete snapshot[name];
     if (Object.keys(snapshot).length === 0) this.restored.delete(scope);
+    return this.decodeTable(name, bytes);
+  }
+
+  // Key-scoped state: a state's table is the union of its restored key groups (their keys differ).
+  private restoreFromEveryScope(name: string): Table | undefined {
+    let merged: Table | undefined;
+    for (const scope of [...this.restored.keys()]) {
+      const table = this.restoreTable(scope, name);
+      if (!table) continue;
+      if (!merged) merged = table;
+      else for (const [key, value] of table) merged.set(key, value);
+    }
+    return merged;
+  }
+
+  private decodeTable(name: string, bytes: Buffer): Table {
     const decoded = defaultSerializer.deserialize(bytes);
     if (decoded instanceof Map) return decoded as Table;
     const serializer = this.registered.get(name)?.serializer;

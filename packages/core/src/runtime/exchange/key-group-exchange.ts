@@ -32,7 +32,6 @@ export class KeyGroupExchangeOperator extends StreamOperator {
     const parts = Array.from({ length: parallelism }, () => ({
       values: [] as unknown[],
       timestamps: timestamps ? ([] as Array<number | undefined>) : undefined,
-      keyGroups: [] as number[],
     }));
     for (let index = 0; index < values.length; index++) {
       const value = values[index];
@@ -43,7 +42,6 @@ export class KeyGroupExchangeOperator extends StreamOperator {
       const part = parts[this.ownerOfKeyGroup[keyGroup]!]!;
       part.values.push(value);
       part.timestamps?.push(timestamps?.[index]);
-      part.keyGroups.push(keyGroup);
     }
     for (let subtask = 0; subtask < parallelism; subtask++) {
       const part = parts[subtask]!;

@@ -8,7 +8,7 @@ import type {
 } from "../../api/process-function.js";
 import { ConfigurationError } from "../../errors/onceflow-error.js";
 import { assignToKeyGroup } from "../../state/key-groups.js";
-import { KeyedStateBackend, type StateKey } from "../../state/keyed-state-backend.js";
+import { KEY_SCOPED, KeyedStateBackend, type StateKey } from "../../state/keyed-state-backend.js";
 import { type Timer, TimerQueue } from "../timer-queue.js";
 import {
   type OperatorEnvironment,
@@ -48,8 +48,8 @@ export class KeyedProcessOperator extends StreamOperator {
   private readonly collector: Collector<unknown>;
   private readonly context: OnTimerContext<StateKey>;
 
-  /** The scope name of each key group ("0", "1", …), made once. */
-  private readonly keyGroupScopes: readonly string[];
+  /** The scope of a key in a checkpoint: its key group ("0", "1", …) after `keyBy`. */
+  private readonly scopeOfKey: ((key: StateKey) => string) | undefined;
 
   constructor(
     uid: string,
@@ -58,10 +58,11 @@ export class KeyedProcessOperator extends StreamOperator {
     private readonly partitioning: KeyedPartitioning = { kind: "split" },
   ) {
     super(uid);
-    this.keyGroupScopes =
-      partitioning.kind === "key-group"
-        ? Array.from({ length: partitioning.maxParallelism }, (_, keyGroup) => String(keyGroup))
-        : [];
+    if (partitioning.kind === "key-group") {
+      const { maxParallelism } = partitioning;
+      const names = Array.from({ length: maxParallelism }, (_, keyGroup) => String(keyGroup));
+      this.scopeOfKey = (key) => names[assignToKeyGroup(key, maxParallelism)]!;
+    }
     this.collector = {
       collect: (value, timestamp) => {
         const time = timestamp ?? this.currentTimestamp;
@@ -93,9 +94,10 @@ export class KeyedProcessOperator extends StreamOperator {
     restored: OperatorSnapshot | undefined,
   ): Promise<void> {
     checkRestoredPartitioning(this.uid, this.partitioning, restored, environment.restoredCheckpointId);
-    this.backend = new KeyedStateBackend(restored?.keyed);
-    restoreTimers(this.eventTimers, restored?.eventTimers);
-    restoreTimers(this.processingTimers, restored?.processingTimers);
+    this.backend = new KeyedStateBackend(restored?.keyed, this.scopeOfKey);
+    const byKey = this.scopeOfKey !== undefined;
+    restoreTimers(this.eventTimers, restored?.eventTimers, byKey);
+    restoreTimers(this.processingTimers, restored?.processingTimers, byKey);
     this.state = new UserFunctionState(this.userFunction, environment, this.uid);
     await this.state.initialize(restored?.operatorState);
   }
@@ -111,21 +113,14 @@ export class KeyedProcessOperator extends StreamOperator {
 
   async processBatch(batch: RecordBatch): Promise<void> {
     const backend = this.backend;
-    const partitioning = this.partitioning;
-    const byKeyGroup = partitioning.kind === "key-group";
-    if (!byKeyGroup) backend.setCurrentScope(batch.splitKey);
+    // After keyBy, state is one table per state between snapshots (key groups are worked out then).
+    backend.setCurrentScope(this.scopeOfKey ? KEY_SCOPED : batch.splitKey);
     const values = batch.values;
     const timestamps = batch.timestamps;
-    const keyGroups = batch.keyGroups;
     const userFunction = this.userFunction;
     for (let index = 0; index < values.length; index++) {
       const value = values[index];
-      const key = checkKey(this.keySelector(value), this.uid);
-      if (byKeyGroup) {
-        const keyGroup = keyGroups?.[index] ?? assignToKeyGroup(key, partitioning.maxParallelism);
-        backend.setCurrentScope(this.keyGroupScopes[keyGroup]!);
-      }
-      backend.setCurrentKey(key);
+      backend.setCurrentKey(checkKey(this.keySelector(value), this.uid));
       this.currentTimestamp = timestamps?.[index];
       const pending = userFunction.processElement(value, this.context, this.collector);
       if (pending) await pending;
@@ -160,8 +155,8 @@ export class KeyedProcessOperator extends StreamOperator {
         ? { keyedBy: "key-group" as const, maxParallelism: partitioning.maxParallelism }
         : { keyedBy: "split" as const }),
       keyed: this.backend.snapshot(),
-      eventTimers: snapshotTimers(this.eventTimers),
-      processingTimers: snapshotTimers(this.processingTimers),
+      eventTimers: snapshotTimers(this.eventTimers, this.scopeOfKey),
+      processingTimers: snapshotTimers(this.processingTimers, this.scopeOfKey),
     };
   }
 
@@ -274,12 +269,33 @@ function checkRestoredPartitioning(
   }
 }
 
-function restoreTimers(queues: Map<string, TimerQueue>, restored: Record<string, Timer[]> | undefined): void {
-  for (const [scope, timers] of Object.entries(restored ?? {})) queues.set(scope, new TimerQueue(timers));
+/** Restored timers: one queue per split, or after `keyBy` every key group's in one queue. */
+function restoreTimers(
+  queues: Map<string, TimerQueue>,
+  restored: Record<string, Timer[]> | undefined,
+  byKey: boolean,
+): void {
+  const entries = Object.entries(restored ?? {});
+  if (byKey) {
+    if (entries.length > 0) queues.set(KEY_SCOPED, new TimerQueue(entries.flatMap(([, timers]) => timers)));
+    return;
+  }
+  for (const [scope, timers] of entries) queues.set(scope, new TimerQueue(timers));
 }
 
-function snapshotTimers(queues: Map<string, TimerQueue>): Record<string, Timer[]> {
+/** Timers for a checkpoint: per split, or after `keyBy` per key group of each timer's key. */
+function snapshotTimers(
+  queues: Map<string, TimerQueue>,
+  scopeOfKey: ((key: StateKey) => string) | undefined,
+): Record<string, Timer[]> {
   const result: Record<string, Timer[]> = {};
-  for (const [scope, queue] of queues) if (queue.size > 0) result[scope] = queue.toArray();
+  for (const [scope, queue] of queues) {
+    if (queue.size === 0) continue;
+    if (!scopeOfKey) {
+      result[scope] = queue.toArray();
+      continue;
+    }
+    for (const timer of queue.toArray()) (result[scopeOfKey(timer.key)] ??= []).push(timer);
+  }
   return result;
 }

@@ -14,8 +14,6 @@ export interface RecordBatch {
   readonly splitKey: string;
   readonly values: unknown[];
   readonly timestamps: ReadonlyArray<number | undefined> | undefined;
-  /** Each record's key group, when the exchange computed it already. */
-  readonly keyGroups?: readonly number[];
 }
 
 /** What one operator contributes to a subtask's checkpoint. */
