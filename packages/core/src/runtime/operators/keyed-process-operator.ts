@@ -295,7 +295,12 @@ function snapshotTimers(
       result[scope] = queue.toArray();
       continue;
     }
-    for (const timer of queue.toArray()) (result[scopeOfKey(timer.key)] ??= []).push(timer);
+    for (const timer of queue.toArray()) {
+      const keyGroup = scopeOfKey(timer.key);
+      const timers = result[keyGroup] ?? [];
+      timers.push(timer);
+      result[keyGroup] = timers;
+    }
   }
   return result;
 }
