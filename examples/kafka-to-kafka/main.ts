@@ -70,7 +70,7 @@ export function buildKafkaToKafkaJob(options: KafkaToKafkaJobOptions): Job {
       // No timestamp assigner: the Kafka record timestamps are the event times.
       { uid: "events", watermarks: WatermarkStrategy.forBoundedOutOfOrderness(1000) },
     )
-    // Keyed state lives with the partition a record came from: the input is keyed by the same key.
+    // One state per key for the whole job, whatever partition a record came from.
     .keyBy((record) => record.key ?? "")
     .window(TumblingEventTimeWindows.of(10_000))
     .aggregate(

@@ -144,6 +144,13 @@ export type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "./source/source.js";
+export {
+  assignToKeyGroup,
+  DEFAULT_MAX_PARALLELISM,
+  keyGroupRangeForOperatorIndex,
+  keyHashCode,
+  operatorIndexForKeyGroup,
+} from "./state/key-groups.js";
 export type { StateKey } from "./state/keyed-state-backend.js";
 export type { OperatorStateDistributionMode, OperatorStateSnapshot } from "./state/operator-state-store.js";
 export { DefaultOperatorStateStore, redistributeOperatorState } from "./state/operator-state-store.js";

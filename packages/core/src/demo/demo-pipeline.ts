@@ -25,9 +25,11 @@ const EPOCH = Date.UTC(2026, 0, 1);
 
 /** Reading `index` of the demo input. Deterministic, so the checker can recompute the truth. */
 export function demoReading(index: number): DemoReading {
-  // Sensor i%16 reads on split i%4: each sensor stays on one split, where its keyed state lives.
+  // Split s reads the indices i ≡ s (mod 4), and every sensor reads on every split: its count per
+  // window is right only with one state per sensor for the whole job (keyBy's exchange).
   // Event time advances 1 ms per 4 readings: a one-second window holds 4,000 readings.
-  return { key: `sensor-${index % DEMO_SENSORS}`, timestamp: EPOCH + Math.floor(index / DEMO_SPLITS) };
+  const tick = Math.floor(index / DEMO_SPLITS);
+  return { key: `sensor-${tick % DEMO_SENSORS}`, timestamp: EPOCH + tick };
 }
 
 /** Builds the demo job: generator → keyed one-second tumbling count → exactly-once FileSink. */

@@ -12,7 +12,7 @@ import {
   createWindowReduceFunction,
   type WindowOptions,
 } from "../window/window-function.js";
-import { KeyedProcessOperator } from "./operators/keyed-process-operator.js";
+import { type KeyedPartitioning, KeyedProcessOperator } from "./operators/keyed-process-operator.js";
 import { SinkOperator } from "./operators/sink-operator.js";
 import {
   FilterOperator,
@@ -87,12 +87,39 @@ export class DataStream<T> {
   }
 
   /**
-   * Partitions the stream by key for keyed state, timers and windows. Keys are primitives
-   * (string, number, bigint, boolean). State is kept per key within the split a record came from:
-   * to aggregate by a key the input is not partitioned by, repartition through Kafka first.
+   * Partitions the stream by key for keyed state, timers and windows — Flink's `keyBy`: one state
+   * per key for the whole job, whatever split or subtask a record came from. Each key falls into
+   * one of the job's `maxParallelism` key groups (see `assignToKeyGroup`), and every record goes
+   * through the exchange to the subtask that owns its key group. Keys are strings, numbers,
+   * bigints or booleans (join the parts of a composite key into a string).
+   *
+   * @example
+   * ```ts
+   * clicks.keyBy((click) => click.user).process(new CountPerUser(), { uid: "counts" });
+   * ```
    */
   keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<K, T> {
-    return new KeyedStream(this.graph, this.node, keySelector);
+    return new KeyedStream(this.graph, this.node, keySelector, "key-group");
+  }
+
+  /**
+   * Treats the stream as already partitioned by key, with no exchange — Flink's
+   * `DataStreamUtils.reinterpretAsKeyedStream`. Keyed state and timers are kept per key within the
+   * split a record came from, and move with the split on rescale. Correct only when every key's
+   * records come from one split for the life of the job (a Kafka topic whose producers partition by
+   * this key, with a partition count that never changes): a key read from two splits gets two
+   * independent states, and its aggregates are wrong. The checkpoint records the mode; restoring
+   * state written by `keyBy` into it (or the reverse) is refused.
+   *
+   * @example
+   * ```ts
+   * job.fromSource(ordersByCustomer, { uid: "orders" })
+   *   .reinterpretAsKeyedStream((order) => order.customer)
+   *   .process(new RunningTotal(), { uid: "totals" });
+   * ```
+   */
+  reinterpretAsKeyedStream<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<K, T> {
+    return new KeyedStream(this.graph, this.node, keySelector, "split");
   }
 
   /** Merges streams of the same type; the watermark is the minimum of the inputs'. */
@@ -145,6 +172,7 @@ export class KeyedStream<K extends StateKey, T> {
     private readonly graph: StreamGraph,
     private readonly input: StreamNode,
     private readonly keySelector: (value: T) => K,
+    private readonly partitioning: KeyedPartitioning["kind"],
   ) {}
 
   /** Processes each record with keyed state and timers. */
@@ -152,14 +180,25 @@ export class KeyedStream<K extends StateKey, T> {
     processFunction: KeyedProcessFunction<K, T, OUT> | KeyedProcessFunctionFactory<K, T, OUT>,
     options: OperatorOptions = {},
   ): DataStream<OUT> {
-    const node = this.graph.add("process", [this.input], options.uid, (uid, context) => {
-      const instance = instantiatePerSubtask(processFunction, `process '${uid}'`, context);
-      return new KeyedProcessOperator(
-        uid,
-        this.keySelector as (value: unknown) => unknown,
-        instance as unknown as KeyedProcessFunction<StateKey, unknown, unknown>,
-      );
-    });
+    const keySelector = this.keySelector as (value: unknown) => unknown;
+    const node = this.graph.add(
+      "process",
+      [this.input],
+      options.uid,
+      (uid, context) => {
+        const instance = instantiatePerSubtask(processFunction, `process '${uid}'`, context);
+        return new KeyedProcessOperator(
+          uid,
+          keySelector,
+          instance as unknown as KeyedProcessFunction<StateKey, unknown, unknown>,
+          this.partitioning === "key-group"
+            ? { kind: "key-group", maxParallelism: context.maxParallelism }
+            : { kind: "split" },
+        );
+      },
+      undefined,
+      this.partitioning === "key-group" ? { keySelector } : undefined,
+    );
     return new DataStream<OUT>(this.graph, node);
   }
 

@@ -30,15 +30,17 @@ const silentSource: Source<{ key: string; at: number }, SourceSplit> = {
   },
 };
 
-async function windowsFiredWithQuietSource(idleness: number | undefined): Promise<number> {
+async function windowsFiredWithQuietSource(idleness: number | undefined, parallelism = 1): Promise<number> {
   const output = new CollectedOutput<number>();
   const job = new Job({
     jobId: "idle",
+    parallelism,
     checkpointing: { interval: 100, storage: "memory" },
     restartStrategy: { type: "none" },
   });
   const busy = job.fromSource(
     new GeneratorSource({
+      splits: parallelism,
       generate: (index) => ({ key: `k${index % 3}`, at: index }),
       timestampOf: (index) => index,
       recordsPerSecond: 5000,
@@ -62,11 +64,44 @@ async function windowsFiredWithQuietSource(idleness: number | undefined): Promis
 }
 
 describe("idleness", () => {
-  it("an idle source does not hold back the watermark of a union", async () => {
-    expect(await windowsFiredWithQuietSource(150)).toBeGreaterThan(10);
-  });
+  it.each([1, 2])(
+    "an idle source does not hold back the watermark of a union (parallelism %i)",
+    async (parallelism) => {
+      expect(await windowsFiredWithQuietSource(150, parallelism)).toBeGreaterThan(10);
+    },
+  );
 
-  it("without idleness the quiet source holds every window back", async () => {
-    expect(await windowsFiredWithQuietSource(undefined)).toBe(0);
+  it.each([1, 2])(
+    "without idleness the quiet source holds every window back (parallelism %i)",
+    async (parallelism) => {
+      expect(await windowsFiredWithQuietSource(undefined, parallelism)).toBe(0);
+    },
+  );
+
+  it("a subtask without a split does not hold back the watermark behind the exchange", async () => {
+    const output = new CollectedOutput<number>();
+    const job = new Job({
+      jobId: "no-split",
+      parallelism: 2,
+      checkpointing: { interval: 100, storage: "memory" },
+      restartStrategy: { type: "none" },
+    });
+    job
+      .fromSource(
+        new GeneratorSource({
+          splits: 1,
+          generate: (index) => ({ key: `k${index % 3}`, at: index }),
+          timestampOf: (index) => index,
+          recordsPerSecond: 5000,
+        }),
+        { uid: "busy", watermarks: WatermarkStrategy.forMonotonousTimestamps() },
+      )
+      .keyBy((event) => event.key)
+      .window(TumblingEventTimeWindows.of(100))
+      .aggregate(countAggregate(), undefined, { uid: "count" })
+      .sinkTo(output.sinkFactory(), { uid: "out" });
+    setTimeout(() => job.stop(), 1200);
+    await job.execute();
+    expect(output.committed.length).toBeGreaterThan(10);
   });
 });

@@ -11,8 +11,14 @@ import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics, noopMetrics } from "../observability/metrics.js";
 import { teeMetrics } from "../observability/tee-metrics.js";
 import type { Source, SourceSplit } from "../source/source.js";
+import { checkMaxParallelism, DEFAULT_MAX_PARALLELISM } from "../state/key-groups.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
+import {
+  checkExchangeIsLocal,
+  createLocalOperators,
+  type LocalOperators,
+} from "./exchange/local-exchange.js";
 import { countJobExecution } from "./job-executions.js";
 import { type JobStatus, JobStatusTracker } from "./job-status.js";
 import { SourceOperator } from "./operators/source-operator.js";
@@ -23,7 +29,7 @@ import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { describeStartRequest } from "./restore/start-request.js";
 import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
-import { StreamGraph } from "./stream-graph.js";
+import { type OperatorCreationContext, StreamGraph } from "./stream-graph.js";
 import { Subtask, type SubtaskSnapshot } from "./subtask.js";
 import { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
 import { validateJobOptions } from "./validate-job-options.js";
@@ -34,6 +40,7 @@ import { validateJobOptions } from "./validate-job-options.js";
  * | Flink | onceflow |
  * |---|---|
  * | `env.setParallelism(4)` | `parallelism: 4` |
+ * | `env.setMaxParallelism(128)` | `maxParallelism: 128` |
  * | `env.enableCheckpointing(5000)` | `checkpointing: { interval: 5000 }` |
  * | `env.setRestartStrategy(...)` | `restartStrategy: { type: "fixed-delay", attempts: 3, delay: 1000 }` |
  * | `-s <savepoint path>` | `restore: { checkpointId: 42 }` |
@@ -48,6 +55,13 @@ export interface JobOptions {
   readonly jobId: string;
   /** Subtasks of the whole job (default 1). */
   readonly parallelism?: number;
+  /**
+   * The number of key groups keyed state is divided into (default 128, at most 32768) — Flink's
+   * `setMaxParallelism`: the highest parallelism the job can ever be rescaled to. Fixed for the
+   * life of the job: it is stored with keyed state in every checkpoint, and a restore with another
+   * value is refused (`CONFIGURATION`).
+   */
+  readonly maxParallelism?: number;
   /**
    * Run only this subtask in this process (for one process per subtask, e.g. a StatefulSet
    * ordinal). Without it, this process runs all `parallelism` subtasks.
@@ -154,6 +168,7 @@ export class Job {
   private readonly logger: Logger;
   private metrics: Metrics;
   private readonly parallelism: number;
+  private readonly maxParallelism: number;
   private readonly localSubtasks: readonly number[];
   private storage: CheckpointStorage | undefined;
   private stopRequested = false;
@@ -170,7 +185,9 @@ export class Job {
     this.logger = (options.logger ?? defaultLogger).child({ job: options.jobId });
     this.metrics = options.metrics ?? noopMetrics;
     this.parallelism = options.parallelism ?? 1;
+    this.maxParallelism = options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
     validateJobOptions(options, this.parallelism);
+    checkMaxParallelism(this.maxParallelism, this.parallelism);
     this.localSubtasks =
       options.subtaskIndex === undefined
         ? Array.from({ length: this.parallelism }, (_, index) => index)
@@ -258,6 +275,7 @@ export class Job {
     if (!this.graph.nodes.some((node) => node.kind === "sink")) {
       throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
     }
+    checkExchangeIsLocal(this.graph.nodes, this.parallelism, this.options.subtaskIndex);
     this.running = true;
     this.tracker.started();
     const removeSignalHandlers = this.options.handleSignals ? this.installSignalHandlers() : () => {};
@@ -415,9 +433,15 @@ export class Job {
       // clean up at the same time, as they do in separate processes or threads): one after another,
       // each waited for the previous one, and for the prefetching of those already started. Those
       // that did start are closed by shutdown() when another one fails.
+      const local = createLocalOperators(
+        this.graph.nodes,
+        this.localSubtasks,
+        (subtaskIndex) => this.creationContext(subtaskIndex),
+        (subtaskIndex) => subtasks.find((subtask) => subtask.index === subtaskIndex)?.workArrived(),
+      );
       const created = await Promise.allSettled(
         this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, incarnationSeries),
+          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, local, incarnationSeries),
         ),
       );
       for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
@@ -580,16 +604,12 @@ export class Job {
     attemptNumber: number,
     incarnation: number,
     plan: RestorePlan,
+    local: LocalOperators,
     incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
-    const context = {
-      subtaskIndex,
-      parallelism: this.parallelism,
-      subtasksInProcess: this.localSubtasks.length,
-    };
     const restored = plan.operatorsOf(subtaskIndex);
     const logger = this.logger.child({ subtask: subtaskIndex });
-    const operators: StreamOperator[] = [];
+    const operators = local.operatorsOf.get(subtaskIndex)!;
     const loopMetrics = new SubtaskLoopMetrics(this.metrics, this.jobId, subtaskIndex, operators);
     const environment = {
       jobId: this.jobId,
@@ -604,13 +624,6 @@ export class Job {
       checkpointingInterval: this.options.checkpointing ? this.options.checkpointing.interval : undefined,
       loopMetrics,
     };
-    const byNode = new Map<number, StreamOperator>();
-    for (const node of this.graph.nodes) {
-      const operator = node.createOperator(context);
-      for (const input of node.inputs) byNode.get(input.id)!.connectTo(operator);
-      byNode.set(node.id, operator);
-      operators.push(operator);
-    }
     // A subtask that fails to start is never closed by shutdown(): close here what did start, so
     // that their open transactions are aborted and their connections released (a sink's
     // closeResources runs once per attempt on every path).
@@ -624,7 +637,7 @@ export class Job {
       const sources = operators.filter(
         (operator): operator is SourceOperator => operator instanceof SourceOperator,
       );
-      const subtask = new Subtask(subtaskIndex, operators, sources, logger);
+      const subtask = new Subtask(subtaskIndex, operators, sources, logger, local.exchange);
       subtask.loopMetrics = loopMetrics;
       await subtask.initialize();
       return subtask;
@@ -634,6 +647,15 @@ export class Job {
       await new Subtask(subtaskIndex, initialized, [], logger).close();
       throw error;
     }
+  }
+
+  private creationContext(subtaskIndex: number): OperatorCreationContext {
+    return {
+      subtaskIndex,
+      parallelism: this.parallelism,
+      subtasksInProcess: this.localSubtasks.length,
+      maxParallelism: this.maxParallelism,
+    };
   }
 
   private resolveStorage(): CheckpointStorage | undefined {

@@ -13,7 +13,7 @@ function buildJob(
   parallelism: number,
   storage: MemoryCheckpointStorage,
   output: CollectedOutput<Counted>,
-  options: { subtaskIndex?: number; recordsPerSecond?: number } = {},
+  options: { subtaskIndex?: number; recordsPerSecond?: number; partitionedBySplit?: boolean } = {},
 ): Job {
   const job = new Job({
     jobId: "rescale",
@@ -22,20 +22,21 @@ function buildJob(
     checkpointing: { interval: 50, storage },
     restartStrategy: { type: "none" },
   });
-  job
-    .fromSource(
-      new GeneratorSource<Reading>({
-        count: RECORDS,
-        splits: SPLITS,
-        // Key i%12 always reads on split i%6: keyed state follows the split on rescale.
-        generate: (index) => ({ index, key: `key-${index % KEYS}` }),
-        recordsPerSecond: options.recordsPerSecond ?? 10_000,
-      }),
-      { uid: "readings" },
-    )
-    .keyBy((reading) => reading.key)
-    .process(() => new RunningCount(), { uid: "count" })
-    .sinkTo(output.sinkFactory(), { uid: "out" });
+  const readings = job.fromSource(
+    new GeneratorSource<Reading>({
+      count: RECORDS,
+      splits: SPLITS,
+      generate: (index) => ({ index, key: `key-${index % KEYS}` }),
+      recordsPerSecond: options.recordsPerSecond ?? 10_000,
+    }),
+    { uid: "readings" },
+  );
+  // Key i%12 always reads on split i%6: one process per subtask (no exchange) may say the input is
+  // partitioned by the key, and keyed state then follows the split on rescale.
+  const keyed = options.partitionedBySplit
+    ? readings.reinterpretAsKeyedStream((reading) => reading.key)
+    : readings.keyBy((reading) => reading.key);
+  keyed.process(() => new RunningCount(), { uid: "count" }).sinkTo(output.sinkFactory(), { uid: "out" });
   return job;
 }
 
@@ -90,7 +91,7 @@ describe("rescaling a checkpoint", () => {
     const output = new CollectedOutput<Counted>();
     // Two "processes", each running one subtask and checkpointing on its own scope.
     const processes = [0, 1].map((subtaskIndex) =>
-      buildJob(2, storage, output, { subtaskIndex, recordsPerSecond: 5_000 }),
+      buildJob(2, storage, output, { subtaskIndex, recordsPerSecond: 5_000, partitionedBySplit: true }),
     );
     const runs = processes.map((job) => job.execute());
     await vi.waitFor(() => expect(output.committed.length).toBeGreaterThan(0), { timeout: 10_000 });
@@ -99,7 +100,7 @@ describe("rescaling a checkpoint", () => {
     const scopes = new Set((await storage.list("rescale")).map((metadata) => metadata.scope));
     expect(scopes).toEqual(new Set(["subtask-0-of-2", "subtask-1-of-2"]));
 
-    await buildJob(3, storage, output).execute();
+    await buildJob(3, storage, output, { partitionedBySplit: true }).execute();
     expectExactlyOnceWithContinuousCounts(output.committed);
   });
 });

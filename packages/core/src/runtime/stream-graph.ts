@@ -7,6 +7,8 @@ export interface OperatorCreationContext {
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly subtasksInProcess: number;
+  /** The job's number of key groups. */
+  readonly maxParallelism: number;
 }
 
 /** One operator of the job's graph, before it is instantiated per subtask. */
@@ -16,6 +18,11 @@ export interface StreamNode {
   readonly kind: "source" | "map" | "filter" | "flatMap" | "union" | "process" | "sink";
   readonly inputs: readonly StreamNode[];
   readonly source?: Source<unknown, SourceSplit>;
+  /**
+   * Set on an operator after `keyBy`: its input is repartitioned by key group (the exchange), so
+   * each record reaches the subtask that owns its key.
+   */
+  readonly exchange?: { readonly keySelector: (value: unknown) => unknown };
   readonly createOperator: (context: OperatorCreationContext) => StreamOperator;
 }
 
@@ -34,6 +41,7 @@ export class StreamGraph {
     uid: string | undefined,
     createOperator: (uid: string, context: OperatorCreationContext) => StreamOperator,
     source?: Source<unknown, SourceSplit>,
+    exchange?: StreamNode["exchange"],
   ): StreamNode {
     const id = this.nodeList.length + 1;
     const resolvedUid = uid ?? `${kind}-${id}`;
@@ -53,6 +61,7 @@ export class StreamGraph {
       kind,
       inputs,
       ...(source ? { source } : {}),
+      ...(exchange ? { exchange } : {}),
       createOperator: (context) => createOperator(resolvedUid, context),
     };
     this.nodeList.push(node);

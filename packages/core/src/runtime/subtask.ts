@@ -1,6 +1,7 @@
 import { serialize } from "node:v8";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { Logger } from "../observability/logger.js";
+import type { LocalExchange } from "./exchange/local-exchange.js";
 import type { SourceOperator } from "./operators/source-operator.js";
 import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 import type { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
@@ -68,10 +69,18 @@ export class Subtask {
     private readonly operators: readonly StreamOperator[],
     private readonly sources: readonly SourceOperator[],
     private readonly logger: Logger,
+    /** Shared with the process's other subtasks when a `keyBy` exchange connects them. */
+    private readonly exchange?: LocalExchange,
   ) {
     this.endOfInput = new Promise((resolve) => {
       this.resolveEndOfInput = resolve;
     });
+    exchange?.onEnded(() => this.resolveEndOfInput());
+  }
+
+  /** Wakes the loop if it waits: another subtask's loop handed work to one of its operators. */
+  workArrived(): void {
+    this.wake();
   }
 
   /** Whether the loop is alive (for the job's status and health checks). */
@@ -108,10 +117,20 @@ export class Subtask {
   triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer> {
     const { checkpointId } = checkpoint;
     return this.enqueue(async () => {
+      const alignment = this.exchange?.alignment;
       const operators: Record<string, OperatorSnapshot> = {};
-      for (const operator of this.operators) {
-        const snapshot = await operator.snapshot(checkpoint);
-        if (snapshot) operators[operator.uid] = snapshot;
+      try {
+        // Behind an exchange, every sending loop must have taken the barrier first (see
+        // CheckpointAlignment); its channels stay held until every stage has snapshotted.
+        await alignment?.arrive("aligned", checkpointId);
+        for (const operator of this.operators) {
+          const snapshot = await operator.snapshot(checkpoint);
+          if (snapshot) operators[operator.uid] = snapshot;
+        }
+        await alignment?.arrive("snapshotted", checkpointId);
+      } catch (error) {
+        alignment?.abandon(checkpointId, error);
+        throw error;
       }
       const snapshot: SubtaskSnapshot = {
         formatVersion: 1,
@@ -131,7 +150,8 @@ export class Subtask {
   private async deliverComplete(checkpointId: number): Promise<void> {
     if (checkpointId <= this.completeDelivered) return;
     this.completeDelivered = checkpointId;
-    for (const operator of this.operators) await operator.notifyCheckpointComplete(checkpointId);
+    for (const operator of this.operators)
+      await inStage(operator, () => operator.notifyCheckpointComplete(checkpointId));
   }
 
   notifyCheckpointAborted(checkpointId: number): Promise<void> {
@@ -148,6 +168,7 @@ export class Subtask {
   /** Ends the loop after the mail already queued. */
   terminate(): void {
     this.terminated = true;
+    this.exchange?.alignment.cancel();
     this.wake();
   }
 
@@ -158,7 +179,8 @@ export class Subtask {
   private async deliverAborted(checkpointId: number): Promise<void> {
     if (this.abortedDelivered.has(checkpointId)) return;
     this.abortedDelivered.add(checkpointId);
-    for (const operator of this.operators) await operator.notifyCheckpointAborted(checkpointId);
+    for (const operator of this.operators)
+      await inStage(operator, () => operator.notifyCheckpointAborted(checkpointId));
   }
 
   /**
@@ -219,6 +241,10 @@ export class Subtask {
   async run(): Promise<void> {
     try {
       await this.loop();
+    } catch (error) {
+      // This loop takes no barrier any more: the other loops must not wait for it in a checkpoint.
+      this.exchange?.alignment.cancel();
+      throw error;
     } finally {
       this.loopEnded = true;
       this.loopMetrics?.close();
@@ -256,14 +282,22 @@ export class Subtask {
 
   private async endInput(): Promise<void> {
     this.inputEnded = true;
-    for (const operator of this.operators) await operator.finish();
-    this.resolveEndOfInput();
+    const exchange = this.exchange;
+    if (exchange === undefined) {
+      for (const operator of this.operators) await operator.finish();
+      this.resolveEndOfInput();
+      return;
+    }
+    // Operators behind the exchange end when every sending subtask has ended (LocalExchange).
+    for (const operator of this.operators) if (operator.gate === undefined) await operator.finish();
+    await exchange.headEnded();
   }
 
   private async fireProcessingTimers(now: number): Promise<void> {
     for (const operator of this.operators) {
       const next = operator.nextProcessingTime();
-      if (next !== undefined && next <= now) await operator.fireProcessingTimers(now);
+      if (next !== undefined && next <= now)
+        await inStage(operator, () => operator.fireProcessingTimers(now));
     }
   }
 
@@ -310,4 +344,10 @@ export class Subtask {
     this.wakeUp = undefined;
     wakeUp?.();
   }
+}
+
+/** Calls an operator from this subtask's own loop, through its stage's gate when it has one. */
+function inStage(operator: StreamOperator, action: () => void | Promise<void>): void | Promise<void> {
+  const gate = operator.gate;
+  return gate ? gate.run(action) : action();
 }

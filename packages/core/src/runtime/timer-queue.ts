@@ -7,7 +7,7 @@ export interface Timer {
 }
 
 /**
- * The timers of one split in one time domain: a binary min-heap by time, with a set that makes
+ * The timers of one scope (a key group, or a split) in one time domain: a binary min-heap by time, with a set that makes
  * registering the same (key, time) twice one timer, as in Flink.
  */
 export class TimerQueue {

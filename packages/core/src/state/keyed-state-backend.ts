@@ -5,10 +5,16 @@ import type { KeyedStateStore, ListState, MapState, StateDescriptor, ValueState 
 /** A key after `keyBy`: primitives only, so that keys compare by value and survive serialization. */
 export type StateKey = string | number | bigint | boolean;
 
-/** Serialized keyed state of one split: state name → bytes of the whole key → value table. */
-export type KeyedSplitSnapshot = Record<string, Buffer>;
+/**
+ * Serialized keyed state of one scope (a key group, or a split for a stream reinterpreted as
+ * keyed): state name → bytes of the whole key → value table.
+ */
+export type KeyedScopeSnapshot = Record<string, Buffer>;
 
 type Table = Map<StateKey, unknown>;
+
+/** The one scope of key-scoped state between snapshots (see `KeyedStateBackend`). */
+export const KEY_SCOPED = "key-groups";
 
 interface RegisteredState {
   readonly kind: "value" | "list" | "map";
@@ -16,30 +22,38 @@ interface RegisteredState {
 }
 
 /**
- * Keyed state of one operator in one subtask. State lives per split (the split a record came
- * from) and per key, so that on rescale a split moves to its new subtask with its keyed state.
- * Access is synchronous: the tables are in memory and snapshotted at each checkpoint.
+ * Keyed state of one operator in one subtask, by state name and key. In a checkpoint it is divided
+ * into scopes, so that on rescale a scope moves to its new subtask whole: the key's key group (after
+ * `keyBy`, given `scopeOfKey`), or the split a record came from (after `reinterpretAsKeyedStream`,
+ * set per batch with `setCurrentScope`). Key groups are worked out only at snapshots: between them
+ * each state is one table, so a record's state access costs no hashing. Access is synchronous: the
+ * tables are in memory and snapshotted at each checkpoint.
  */
 export class KeyedStateBackend implements KeyedStateStore {
-  private readonly splits = new Map<string, Map<string, Table>>();
-  private readonly restored = new Map<string, KeyedSplitSnapshot>();
+  private readonly scopes = new Map<string, Map<string, Table>>();
+  private readonly restored = new Map<string, KeyedScopeSnapshot>();
   private readonly registered = new Map<string, RegisteredState>();
   private currentTables: Map<string, Table> | undefined;
-  currentSplit = "";
+  currentScope = "";
   currentKey: StateKey = "";
 
-  constructor(restored: Readonly<Record<string, KeyedSplitSnapshot>> = {}) {
-    for (const [splitKey, snapshot] of Object.entries(restored)) this.restored.set(splitKey, snapshot);
+  constructor(
+    restored: Readonly<Record<string, KeyedScopeSnapshot>> = {},
+    /** The scope of each key (its key group's) when state is scoped by key, not per batch. */
+    private readonly scopeOfKey?: (key: StateKey) => string,
+  ) {
+    for (const [scope, snapshot] of Object.entries(restored)) this.restored.set(scope, { ...snapshot });
+    if (scopeOfKey) this.setCurrentScope(KEY_SCOPED);
   }
 
-  /** Points state access at `splitKey` (once per batch). */
-  setCurrentSplit(splitKey: string): void {
-    if (this.currentSplit === splitKey && this.currentTables) return;
-    this.currentSplit = splitKey;
-    let tables = this.splits.get(splitKey);
+  /** Points state access at `scope` (a key group's or a split's). */
+  setCurrentScope(scope: string): void {
+    if (this.currentScope === scope && this.currentTables) return;
+    this.currentScope = scope;
+    let tables = this.scopes.get(scope);
     if (!tables) {
       tables = new Map();
-      this.splits.set(splitKey, tables);
+      this.scopes.set(scope, tables);
     }
     this.currentTables = tables;
   }
@@ -48,13 +62,15 @@ export class KeyedStateBackend implements KeyedStateStore {
     this.currentKey = key;
   }
 
-  /** The current split's table for a state, restoring it from the checkpoint on first use. */
+  /** The current scope's table for a state, restoring it from the checkpoint on first use. */
   table(name: string): Table {
     const tables = this.currentTables;
     if (!tables) throw new Error("keyed state used outside of a keyed context");
     let table = tables.get(name);
     if (!table) {
-      table = this.restoreTable(this.currentSplit, name) ?? new Map();
+      table =
+        (this.scopeOfKey ? this.restoreFromEveryScope(name) : this.restoreTable(this.currentScope, name)) ??
+        new Map();
       tables.set(name, table);
     }
     return table;
@@ -133,12 +149,32 @@ export class KeyedStateBackend implements KeyedStateStore {
     };
   }
 
-  /** Serializes every split's tables (restored tables never touched are carried over as they were). */
-  snapshot(): Record<string, KeyedSplitSnapshot> {
-    const result: Record<string, KeyedSplitSnapshot> = {};
-    for (const [splitKey, snapshot] of this.restored) result[splitKey] = { ...snapshot };
-    for (const [splitKey, tables] of this.splits) {
-      const out: KeyedSplitSnapshot = result[splitKey] ?? {};
+  /** Serializes every scope's tables (restored tables never touched are carried over as they were). */
+  snapshot(): Record<string, KeyedScopeSnapshot> {
+    const result: Record<string, KeyedScopeSnapshot> = {};
+    for (const [scope, snapshot] of this.restored) result[scope] = { ...snapshot };
+    const scopeOfKey = this.scopeOfKey;
+    if (scopeOfKey) {
+      for (const [name, table] of this.scopes.get(KEY_SCOPED) ?? []) {
+        const parts = new Map<string, Table>();
+        for (const [key, value] of table) {
+          const scope = scopeOfKey(key);
+          let part = parts.get(scope);
+          if (!part) {
+            part = new Map();
+            parts.set(scope, part);
+          }
+          part.set(key, value);
+        }
+        for (const [scope, part] of parts) {
+          result[scope] ??= {};
+          result[scope][name] = this.serializeTable(name, part);
+        }
+      }
+      return result;
+    }
+    for (const [scope, tables] of this.scopes) {
+      const out: KeyedScopeSnapshot = result[scope] ?? {};
       for (const [name, table] of tables) {
         if (table.size === 0) {
           delete out[name];
@@ -146,14 +182,10 @@ export class KeyedStateBackend implements KeyedStateStore {
         }
         out[name] = this.serializeTable(name, table);
       }
-      result[splitKey] = out;
+      if (Object.keys(out).length > 0) result[scope] = out;
+      else delete result[scope];
     }
     return result;
-  }
-
-  /** The split keys that hold state, for checkpoint summaries. */
-  splitKeys(): string[] {
-    return [...new Set([...this.restored.keys(), ...this.splits.keys()])];
   }
 
   private register(descriptor: StateDescriptor<unknown>, kind: RegisteredState["kind"]): void {
@@ -179,12 +211,28 @@ export class KeyedStateBackend implements KeyedStateStore {
     return defaultSerializer.serialize({ customSerializer: true, entries });
   }
 
-  private restoreTable(splitKey: string, name: string): Table | undefined {
-    const snapshot = this.restored.get(splitKey);
+  private restoreTable(scope: string, name: string): Table | undefined {
+    const snapshot = this.restored.get(scope);
     const bytes = snapshot?.[name];
     if (!snapshot || !bytes) return undefined;
     delete snapshot[name];
-    if (Object.keys(snapshot).length === 0) this.restored.delete(splitKey);
+    if (Object.keys(snapshot).length === 0) this.restored.delete(scope);
+    return this.decodeTable(name, bytes);
+  }
+
+  // Key-scoped state: a state's table is the union of its restored key groups (their keys differ).
+  private restoreFromEveryScope(name: string): Table | undefined {
+    let merged: Table | undefined;
+    for (const scope of [...this.restored.keys()]) {
+      const table = this.restoreTable(scope, name);
+      if (!table) continue;
+      if (!merged) merged = table;
+      else for (const [key, value] of table) merged.set(key, value);
+    }
+    return merged;
+  }
+
+  private decodeTable(name: string, bytes: Buffer): Table {
     const decoded = defaultSerializer.deserialize(bytes);
     if (decoded instanceof Map) return decoded as Table;
     const serializer = this.registered.get(name)?.serializer;

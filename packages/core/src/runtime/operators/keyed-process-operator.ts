@@ -7,7 +7,8 @@ import type {
   TimerService,
 } from "../../api/process-function.js";
 import { ConfigurationError } from "../../errors/onceflow-error.js";
-import { KeyedStateBackend, type StateKey } from "../../state/keyed-state-backend.js";
+import { assignToKeyGroup } from "../../state/key-groups.js";
+import { KEY_SCOPED, KeyedStateBackend, type StateKey } from "../../state/keyed-state-backend.js";
 import { type Timer, TimerQueue } from "../timer-queue.js";
 import {
   type OperatorEnvironment,
@@ -20,9 +21,19 @@ import { UserFunctionState } from "./user-function-state.js";
 type TimeDomain = "event-time" | "processing-time";
 
 /**
- * Runs a {@link KeyedProcessFunction} after `keyBy`: sets the current split and key for state
- * access, collects output per batch, and fires event-time timers on watermarks and
- * processing-time timers from the subtask loop.
+ * How a keyed operator scopes its state and timers: per key group (`keyBy`: records arrive through
+ * the exchange at the subtask that owns their key group), or per split (`reinterpretAsKeyedStream`:
+ * the input is already partitioned by the key, each key in one split). Recorded in every
+ * checkpoint: a restore into the other mode is refused.
+ */
+export type KeyedPartitioning =
+  | { readonly kind: "key-group"; readonly maxParallelism: number }
+  | { readonly kind: "split" };
+
+/**
+ * Runs a {@link KeyedProcessFunction} after `keyBy`: sets the current scope (key group or split)
+ * and key for state access, collects output per batch, and fires event-time timers on watermarks
+ * and processing-time timers from the subtask loop.
  */
 export class KeyedProcessOperator extends StreamOperator {
   private backend = new KeyedStateBackend();
@@ -37,12 +48,21 @@ export class KeyedProcessOperator extends StreamOperator {
   private readonly collector: Collector<unknown>;
   private readonly context: OnTimerContext<StateKey>;
 
+  /** The scope of a key in a checkpoint: its key group ("0", "1", …) after `keyBy`. */
+  private readonly scopeOfKey: ((key: StateKey) => string) | undefined;
+
   constructor(
     uid: string,
     private readonly keySelector: (value: unknown) => unknown,
     private readonly userFunction: KeyedProcessFunction<StateKey, unknown, unknown>,
+    private readonly partitioning: KeyedPartitioning = { kind: "split" },
   ) {
     super(uid);
+    if (partitioning.kind === "key-group") {
+      const { maxParallelism } = partitioning;
+      const names = Array.from({ length: maxParallelism }, (_, keyGroup) => String(keyGroup));
+      this.scopeOfKey = (key) => names[assignToKeyGroup(key, maxParallelism)]!;
+    }
     this.collector = {
       collect: (value, timestamp) => {
         const time = timestamp ?? this.currentTimestamp;
@@ -73,9 +93,11 @@ export class KeyedProcessOperator extends StreamOperator {
     environment: OperatorEnvironment,
     restored: OperatorSnapshot | undefined,
   ): Promise<void> {
-    this.backend = new KeyedStateBackend(restored?.keyed);
-    restoreTimers(this.eventTimers, restored?.eventTimers);
-    restoreTimers(this.processingTimers, restored?.processingTimers);
+    checkRestoredPartitioning(this.uid, this.partitioning, restored, environment.restoredCheckpointId);
+    this.backend = new KeyedStateBackend(restored?.keyed, this.scopeOfKey);
+    const byKey = this.scopeOfKey !== undefined;
+    restoreTimers(this.eventTimers, restored?.eventTimers, byKey);
+    restoreTimers(this.processingTimers, restored?.processingTimers, byKey);
     this.state = new UserFunctionState(this.userFunction, environment, this.uid);
     await this.state.initialize(restored?.operatorState);
   }
@@ -91,7 +113,8 @@ export class KeyedProcessOperator extends StreamOperator {
 
   async processBatch(batch: RecordBatch): Promise<void> {
     const backend = this.backend;
-    backend.setCurrentSplit(batch.splitKey);
+    // After keyBy, state is one table per state between snapshots (key groups are worked out then).
+    backend.setCurrentScope(this.scopeOfKey ? KEY_SCOPED : batch.splitKey);
     const values = batch.values;
     const timestamps = batch.timestamps;
     const userFunction = this.userFunction;
@@ -125,11 +148,15 @@ export class KeyedProcessOperator extends StreamOperator {
 
   override async snapshot(checkpoint: FunctionSnapshotContext): Promise<OperatorSnapshot> {
     const operatorState = await this.state!.snapshot(checkpoint);
+    const partitioning = this.partitioning;
     return {
       ...(operatorState ? { operatorState } : {}),
+      ...(partitioning.kind === "key-group"
+        ? { keyedBy: "key-group" as const, maxParallelism: partitioning.maxParallelism }
+        : { keyedBy: "split" as const }),
       keyed: this.backend.snapshot(),
-      eventTimers: snapshotTimers(this.eventTimers),
-      processingTimers: snapshotTimers(this.processingTimers),
+      eventTimers: snapshotTimers(this.eventTimers, this.scopeOfKey),
+      processingTimers: snapshotTimers(this.processingTimers, this.scopeOfKey),
     };
   }
 
@@ -146,11 +173,11 @@ export class KeyedProcessOperator extends StreamOperator {
   }
 
   private timersOf(queues: Map<string, TimerQueue>): TimerQueue {
-    const splitKey = this.backend.currentSplit;
-    let queue = queues.get(splitKey);
+    const scope = this.backend.currentScope;
+    let queue = queues.get(scope);
     if (!queue) {
       queue = new TimerQueue();
-      queues.set(splitKey, queue);
+      queues.set(scope, queue);
     }
     return queue;
   }
@@ -159,15 +186,15 @@ export class KeyedProcessOperator extends StreamOperator {
     const onTimer = this.userFunction.onTimer;
     if (!onTimer) return;
     this.currentDomain = domain;
-    for (const [splitKey, queue] of queues) {
-      this.backend.setCurrentSplit(splitKey);
+    for (const [scope, queue] of queues) {
+      this.backend.setCurrentScope(scope);
       for (let timer = queue.pollDue(time); timer; timer = queue.pollDue(time)) {
         this.backend.setCurrentKey(timer.key);
         this.currentTimestamp = domain === "event-time" ? timer.time : undefined;
         const pending = onTimer.call(this.userFunction, timer.time, this.context, this.collector);
         if (pending) await pending;
       }
-      await this.flush(splitKey);
+      await this.flush(scope);
     }
   }
 
@@ -182,7 +209,8 @@ export class KeyedProcessOperator extends StreamOperator {
   }
 }
 
-function checkKey(key: unknown, uid: string): StateKey {
+/** The key of a record, refused unless it is a primitive that compares by value. */
+export function checkKey(key: unknown, uid: string): StateKey {
   const type = typeof key;
   if (type === "string" || type === "number" || type === "bigint" || type === "boolean")
     return key as StateKey;
@@ -192,13 +220,87 @@ function checkKey(key: unknown, uid: string): StateKey {
   );
 }
 
-function restoreTimers(queues: Map<string, TimerQueue>, restored: Record<string, Timer[]> | undefined): void {
-  for (const [splitKey, timers] of Object.entries(restored ?? {}))
-    queues.set(splitKey, new TimerQueue(timers));
+/**
+ * Refuses restored keyed state that this operator would misread: state scoped per split (written
+ * by `reinterpretAsKeyedStream`, or before key groups existed) into a `keyBy` operator, state per
+ * key group into a reinterpreted one, or key groups of another `maxParallelism`.
+ */
+function checkRestoredPartitioning(
+  uid: string,
+  partitioning: KeyedPartitioning,
+  restored: OperatorSnapshot | undefined,
+  checkpointId: number | undefined,
+): void {
+  if (restored === undefined) return;
+  const holdsKeyedState =
+    Object.keys(restored.keyed ?? {}).length > 0 ||
+    Object.keys(restored.eventTimers ?? {}).length > 0 ||
+    Object.keys(restored.processingTimers ?? {}).length > 0;
+  const written = restored.keyedBy ?? (holdsKeyedState ? "per-split-before-key-groups" : undefined);
+  if (written === undefined) return;
+  const checkpoint = checkpointId === undefined ? "the restored checkpoint" : `checkpoint ${checkpointId}`;
+  const setting = `keyed state of '${uid}'`;
+  if (partitioning.kind === "key-group") {
+    if (written === "per-split-before-key-groups") {
+      throw new ConfigurationError(
+        setting,
+        `${checkpoint} holds it per source split, as written before keyed state was kept per key group; it cannot be read as key groups. If every key's records come from one split (a Kafka topic partitioned by the key), read it with reinterpretAsKeyedStream(keySelector) instead of keyBy, which keeps state per split; otherwise start the job without this state (restore: "none", or a new jobId)`,
+      );
+    }
+    if (written === "split") {
+      throw new ConfigurationError(
+        setting,
+        `${checkpoint} holds it per source split (the operator ran after reinterpretAsKeyedStream), but it now runs after keyBy, which keeps state per key group; use reinterpretAsKeyedStream again, or start the job without this state (restore: "none", or a new jobId)`,
+      );
+    }
+    if (restored.maxParallelism !== partitioning.maxParallelism) {
+      throw new ConfigurationError(
+        "maxParallelism",
+        `is ${partitioning.maxParallelism}, but ${checkpoint} keeps the ${setting} in ${restored.maxParallelism} key groups; maxParallelism is fixed for the life of a job: set it back to ${restored.maxParallelism}`,
+      );
+    }
+    return;
+  }
+  if (written === "key-group") {
+    throw new ConfigurationError(
+      setting,
+      `${checkpoint} holds it per key group (the operator ran after keyBy), but it now runs after reinterpretAsKeyedStream, which keeps state per split; use keyBy again, or start the job without this state (restore: "none", or a new jobId)`,
+    );
+  }
 }
 
-function snapshotTimers(queues: Map<string, TimerQueue>): Record<string, Timer[]> {
+/** Restored timers: one queue per split, or after `keyBy` every key group's in one queue. */
+function restoreTimers(
+  queues: Map<string, TimerQueue>,
+  restored: Record<string, Timer[]> | undefined,
+  byKey: boolean,
+): void {
+  const entries = Object.entries(restored ?? {});
+  if (byKey) {
+    if (entries.length > 0) queues.set(KEY_SCOPED, new TimerQueue(entries.flatMap(([, timers]) => timers)));
+    return;
+  }
+  for (const [scope, timers] of entries) queues.set(scope, new TimerQueue(timers));
+}
+
+/** Timers for a checkpoint: per split, or after `keyBy` per key group of each timer's key. */
+function snapshotTimers(
+  queues: Map<string, TimerQueue>,
+  scopeOfKey: ((key: StateKey) => string) | undefined,
+): Record<string, Timer[]> {
   const result: Record<string, Timer[]> = {};
-  for (const [splitKey, queue] of queues) if (queue.size > 0) result[splitKey] = queue.toArray();
+  for (const [scope, queue] of queues) {
+    if (queue.size === 0) continue;
+    if (!scopeOfKey) {
+      result[scope] = queue.toArray();
+      continue;
+    }
+    for (const timer of queue.toArray()) {
+      const keyGroup = scopeOfKey(timer.key);
+      const timers = result[keyGroup] ?? [];
+      timers.push(timer);
+      result[keyGroup] = timers;
+    }
+  }
   return result;
 }

@@ -109,6 +109,11 @@ export class SourceOperator extends StreamOperator {
         this.finished = true;
         await this.emitIdleness(false);
         await this.advanceWatermark(Infinity);
+      } else if (this.knownSplitIds.size === 0) {
+        // No split here (more subtasks than splits): nothing to wait for, so this subtask must not
+        // hold back the watermark of the operators after an exchange or a union — as Flink marks
+        // a source subtask without splits idle.
+        await this.emitIdleness(true);
       } else if (this.watermarks?.idleness !== undefined) {
         await this.advanceWatermark(this.computeWatermark(now));
         await this.emitIdleness(this.allSplitsIdle(now));

@@ -1,8 +1,9 @@
 import type { FunctionSnapshotContext, IncarnationSeriesContext } from "../../api/checkpointed-function.js";
 import type { Logger } from "../../observability/logger.js";
 import { type Counter, type MetricLabels, MetricNames, type Metrics } from "../../observability/metrics.js";
-import type { KeyedSplitSnapshot } from "../../state/keyed-state-backend.js";
+import type { KeyedScopeSnapshot } from "../../state/keyed-state-backend.js";
 import type { OperatorStateSnapshot } from "../../state/operator-state-store.js";
+import type { StageGate } from "../exchange/stage-gate.js";
 import type { SubtaskLoopMetrics } from "../subtask-loop-metrics.js";
 import type { Timer } from "../timer-queue.js";
 
@@ -19,7 +20,14 @@ export interface RecordBatch {
 /** What one operator contributes to a subtask's checkpoint. */
 export interface OperatorSnapshot {
   operatorState?: OperatorStateSnapshot;
-  keyed?: Record<string, KeyedSplitSnapshot>;
+  /**
+   * What the scopes of `keyed` and the timers are: key groups (`keyBy`) or split keys
+   * (`reinterpretAsKeyedStream`). Absent in checkpoints written before key groups: then per split.
+   */
+  keyedBy?: "key-group" | "split";
+  /** The job's `maxParallelism` when `keyedBy` is `key-group` (how many key groups there are). */
+  maxParallelism?: number;
+  keyed?: Record<string, KeyedScopeSnapshot>;
   eventTimers?: Record<string, Timer[]>;
   processingTimers?: Record<string, Timer[]>;
   /** Source splits with their positions, keyed by split key, plus each split's highest event time. */
@@ -49,13 +57,16 @@ export interface OperatorEnvironment {
 interface Edge {
   readonly operator: StreamOperator;
   readonly inputIndex: number;
+  /** The gate of the downstream stage, when this edge enters a stage other loops also call into. */
+  readonly gate: StageGate | undefined;
 }
 
 /**
  * The runtime's unit of processing inside a subtask. All calls come from the subtask's single
- * loop (its mailbox), so an operator never sees two calls at once. Barriers need no explicit
- * alignment here: a checkpoint is one mailbox action that snapshots every operator in topological
- * order while no batch is in flight, which is what aligned barriers achieve across threads.
+ * loop (its mailbox), or — for an operator behind an exchange, when several subtasks share the
+ * process — from any loop through its stage's {@link StageGate}, so an operator never sees two
+ * calls at once. A checkpoint is one mailbox action that snapshots every operator in topological
+ * order while no batch is in flight (see `CheckpointAlignment` for the exchange).
  */
 export abstract class StreamOperator {
   private readonly outputs: Edge[] = [];
@@ -71,10 +82,19 @@ export abstract class StreamOperator {
 
   constructor(readonly uid: string) {}
 
-  /** Connects `downstream` as the next operator; returns the input index it sees us as. */
-  connectTo(downstream: StreamOperator): void {
+  /**
+   * The gate of the stage this operator belongs to, when other subtasks' loops also call into it
+   * (behind an exchange, several subtasks in one process); undefined otherwise.
+   */
+  gate: StageGate | undefined;
+
+  /**
+   * Connects `downstream` as the next operator (it sees us as its next input index). Calls along
+   * the edge go through `gate` when given: the edge enters another stage.
+   */
+  connectTo(downstream: StreamOperator, gate?: StageGate): void {
     const inputIndex = downstream.addInput();
-    this.outputs.push({ operator: downstream, inputIndex });
+    this.outputs.push({ operator: downstream, inputIndex, gate });
   }
 
   private addInput(): number {
@@ -179,7 +199,11 @@ export abstract class StreamOperator {
   protected async emitIdleness(idle: boolean): Promise<void> {
     if (this.emittedIdleness === idle) return;
     this.emittedIdleness = idle;
-    for (const output of this.outputs) await output.operator.receiveIdleness(output.inputIndex, idle);
+    for (const output of this.outputs) {
+      const { operator, inputIndex, gate } = output;
+      if (gate) await gate.run(() => operator.receiveIdleness(inputIndex, idle));
+      else await operator.receiveIdleness(inputIndex, idle);
+    }
   }
 
   protected async onWatermark(watermark: number): Promise<void> {
@@ -191,22 +215,40 @@ export abstract class StreamOperator {
     if (records === 0) return;
     this.operatorRecordsOut?.inc(records, this.flowLabels);
     const outputs = this.outputs;
-    if (outputs.length === 1) {
-      const next = outputs[0]!.operator;
-      next.countIn(records);
-      return next.processBatch(batch);
-    }
+    if (outputs.length === 1) return this.deliver(outputs[0]!, batch);
     return this.emitToEach(batch);
   }
 
-  private async emitToEach(batch: RecordBatch): Promise<void> {
-    for (const output of this.outputs) {
-      output.operator.countIn(batch.values.length);
-      await output.operator.processBatch(batch);
+  /** Emits `batch` to one output only (the exchange picks the subtask that owns its key groups). */
+  protected emitTo(outputIndex: number, batch: RecordBatch): void | Promise<void> {
+    const records = batch.values.length;
+    if (records === 0) return;
+    this.operatorRecordsOut?.inc(records, this.flowLabels);
+    return this.deliver(this.outputs[outputIndex]!, batch);
+  }
+
+  private deliver(output: Edge, batch: RecordBatch): void | Promise<void> {
+    const next = output.operator;
+    const gate = output.gate;
+    if (gate) {
+      return gate.run(() => {
+        next.countIn(batch.values.length);
+        return next.processBatch(batch);
+      });
     }
+    next.countIn(batch.values.length);
+    return next.processBatch(batch);
+  }
+
+  private async emitToEach(batch: RecordBatch): Promise<void> {
+    for (const output of this.outputs) await this.deliver(output, batch);
   }
 
   protected async emitWatermark(watermark: number): Promise<void> {
-    for (const output of this.outputs) await output.operator.receiveWatermark(output.inputIndex, watermark);
+    for (const output of this.outputs) {
+      const { operator, inputIndex, gate } = output;
+      if (gate) await gate.run(() => operator.receiveWatermark(inputIndex, watermark));
+      else await operator.receiveWatermark(inputIndex, watermark);
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { RecoveryError } from "../../errors/onceflow-error.js";
 import type { Source, SourceSplit } from "../../source/source.js";
+import { operatorIndexForKeyGroup } from "../../state/key-groups.js";
 import { type OperatorStateSnapshot, redistributeOperatorState } from "../../state/operator-state-store.js";
 import { defaultSerializerFor } from "../../state/serializer.js";
 import { SPLIT_KEY_SEPARATOR } from "../operators/source-operator.js";
@@ -9,9 +10,11 @@ import type { SubtaskSnapshot } from "../subtask.js";
 
 /**
  * Divides the state of the old subtasks among `parallelism` new ones (a rescale). Splits go to the
- * subtask that now owns them, keyed state and timers follow their split, `ListState` is dealt out
- * evenly and `UnionListState` goes to every subtask. With the parallelism unchanged every subtask
- * gets its own state back.
+ * subtask that now owns them; keyed state and timers go per key group to the subtask that now owns
+ * the key group (from every old subtask that held it), or, for an operator after
+ * `reinterpretAsKeyedStream` (or a checkpoint written before key groups), follow their split;
+ * `ListState` is dealt out evenly and `UnionListState` goes to every subtask. With the parallelism
+ * unchanged every subtask gets its own state back.
  */
 export function redistributeSnapshots(
   oldSubtasks: readonly SubtaskSnapshot[],
@@ -51,9 +54,19 @@ function redistribute(
       perOld.map((snapshot) => snapshot?.operatorState ?? ({} as OperatorStateSnapshot)),
       parallelism,
     );
+    // Every old subtask of a keyed operator wrote the same mode and maxParallelism.
+    const keyedBy = perOld.find((snapshot) => snapshot?.keyedBy !== undefined);
+    const maxParallelism = keyedBy?.maxParallelism;
+    const ownerOfScope =
+      keyedBy?.keyedBy === "key-group" && maxParallelism !== undefined
+        ? (keyGroup: string): number =>
+            operatorIndexForKeyGroup(maxParallelism, parallelism, Number(keyGroup))
+        : owner;
     for (let index = 0; index < parallelism; index++) {
       const target: OperatorSnapshot = {};
       if (Object.keys(operatorStates[index] ?? {}).length > 0) target.operatorState = operatorStates[index]!;
+      if (keyedBy?.keyedBy !== undefined) target.keyedBy = keyedBy.keyedBy;
+      if (maxParallelism !== undefined) target.maxParallelism = maxParallelism;
       result.get(index)![uid] = target;
     }
     for (const snapshot of perOld) {
@@ -63,14 +76,16 @@ function redistribute(
         target.splits = [...(target.splits ?? []), entry];
       }
       for (const field of ["keyed", "eventTimers", "processingTimers"] as const) {
-        for (const [splitKey, value] of Object.entries(snapshot[field] ?? {})) {
-          const target = result.get(owner(splitKey))![uid]!;
+        for (const [scope, value] of Object.entries(snapshot[field] ?? {})) {
+          const target = result.get(ownerOfScope(scope))![uid]!;
           const bucket = (target[field] ?? {}) as Record<string, unknown>;
           target[field] = bucket as never;
-          if (bucket[splitKey] !== undefined) {
-            throw new RecoveryError(`split '${splitKey}' of operator '${uid}' appears in two old subtasks`);
+          if (bucket[scope] !== undefined) {
+            throw new RecoveryError(
+              `${keyedBy?.keyedBy === "key-group" ? "key group" : "split"} '${scope}' of operator '${uid}' appears in two old subtasks`,
+            );
           }
-          bucket[splitKey] = value;
+          bucket[scope] = value;
         }
       }
     }
