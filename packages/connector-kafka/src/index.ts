@@ -24,3 +24,5 @@ export type {
   StoppingOffsets,
 } from "./source/kafka-source-options.js";
 export { KafkaSourceReader } from "./source/kafka-source-reader.js";
+export type { MissingPartitionPolicy } from "./source/missing-partitions.js";
+export { MissingPartitionMetricNames } from "./source/missing-partitions.js";
