@@ -1,5 +1,7 @@
 export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin/kafka-transactions.js";
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
+export type { KafkaDeliveryTimeoutDetails } from "./errors/kafka-delivery-timeout-error.js";
+export { KafkaDeliveryTimeoutError } from "./errors/kafka-delivery-timeout-error.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
@@ -8,6 +10,7 @@ export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
 export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
 export type { KafkaTransaction } from "./sink/kafka-transaction.js";
+export type { KafkaProducerSettings } from "./sink/producer-settings.js";
 export type { Serializer } from "./sink/serializer.js";
 export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";

@@ -71,8 +71,8 @@ function losingEveryThirdResponse() {
     calls: 0,
     wrap: (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
-      produce: async (nodeId, encode) => {
-        const response = await cluster.produce(nodeId, encode);
+      produce: async (nodeId, encode, timeoutMs) => {
+        const response = await cluster.produce(nodeId, encode, timeoutMs);
         if (counter.calls++ % 3 === 1) {
           counter.lost++;
           throw Object.assign(new Error("injected: connection lost after the broker wrote"), {
@@ -93,9 +93,9 @@ function countingProduceRequests() {
     count: 0,
     wrap: (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
-      produce: (nodeId, encode) => {
+      produce: (nodeId, encode, timeoutMs) => {
         counter.count++;
-        return cluster.produce(nodeId, encode);
+        return cluster.produce(nodeId, encode, timeoutMs);
       },
     }),
   };
@@ -151,8 +151,8 @@ describe("IdempotentProducer on the real broker", { timeout: 180_000 }, () => {
     const counting = (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
       // Counts the real broker's MESSAGE_TOO_LARGE answers; changes nothing.
-      produce: async (nodeId, encode) => {
-        const response = await cluster.produce(nodeId, encode);
+      produce: async (nodeId, encode, timeoutMs) => {
+        const response = await cluster.produce(nodeId, encode, timeoutMs);
         refused += decodeProduceResponse(response).filter((r) => r.errorCode === 10).length;
         return response;
       },

@@ -14,7 +14,10 @@ import { kafkaErrorType } from "../internal/kafkajs/internals.js";
 export type KafkaRecordRejectedDetails = {
   /** The topic the records were for. */
   readonly topic: string;
-  /** The broker's error, such as `MESSAGE_TOO_LARGE` or `INVALID_RECORD`. */
+  /**
+   * The broker's error, such as `MESSAGE_TOO_LARGE` or `INVALID_RECORD`; `RECORD_TOO_LARGE` (the
+   * Java client's name) when the sink refused a record over its `maxRequestSize` before sending it.
+   */
   readonly brokerError: string;
   /** How many records the refused request carried for the topic. */
   readonly records: number;
@@ -84,6 +87,7 @@ export function recordRejection(
   topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>,
 ): KafkaRecordRejectedError | undefined {
   const type = kafkaErrorType(error);
+  if (type === "RECORD_TOO_LARGE") return tooLargeForRequest(error, sinkName, topicMessages);
   const advice = type === undefined ? undefined : PERMANENT_PRODUCE_ERRORS[type];
   if (type === undefined || advice === undefined) return undefined;
   // The broker does not say which record; name the topic of the largest one sent.
@@ -98,6 +102,21 @@ export function recordRejection(
   return new KafkaRecordRejectedError(
     `${sinkName}: the broker refused records for topic '${details.topic}' for good (${type}; ${details.records} records in the request, the largest ${details.largestRecordBytes} bytes): ${advice}. Then restart: the job resumes from its latest checkpoint, and nothing of the refused transaction was committed.`,
     details,
+    { cause: error },
+  );
+}
+
+/** A record the producer refused before sending it: over `maxRequestSize`. */
+function tooLargeForRequest(
+  error: unknown,
+  sinkName: string,
+  topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>,
+): KafkaRecordRejectedError {
+  const { recordBytes: size, maxRequestSize } = error as { recordBytes?: number; maxRequestSize?: number };
+  const topic = topicMessages[0]?.topic ?? "(none)";
+  return new KafkaRecordRejectedError(
+    `${sinkName}: a record for topic '${topic}' is ${size} bytes serialized, larger than maxRequestSize (${maxRequestSize}): raise maxRequestSize (and the topic's max.message.bytes, the broker's message.max.bytes) or make the records smaller. Then restart: the job resumes from its latest checkpoint, and nothing of the refused transaction was committed.`,
+    { topic, brokerError: "RECORD_TOO_LARGE", records: 1, largestRecordBytes: size ?? 0 },
     { cause: error },
   );
 }

@@ -27,6 +27,8 @@ export interface SealedBatch {
   readonly count: number;
   readonly baseSequence: number;
   attempts: number;
+  /** When its first record was written (`performance.now()`), for the delivery timeout. */
+  createdAt?: number;
 }
 
 /** The producer a batch is written for: every batch of a producer carries it. */

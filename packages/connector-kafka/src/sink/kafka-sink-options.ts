@@ -1,5 +1,6 @@
 import type { CommitRetryOptions } from "@onceflow/core";
 import type { Kafka } from "kafkajs";
+import type { KafkaProducerSettings } from "./producer-settings.js";
 import type { Serializer } from "./serializer.js";
 
 /**
@@ -33,7 +34,8 @@ export interface PartitionerInput {
 }
 
 /**
- * The options of a {@link KafkaSink}.
+ * The options of a {@link KafkaSink}, with the Java producer's settings it offers
+ * ({@link KafkaProducerSettings}: `batchSize`, `maxRequestSize`, `deliveryTimeoutMs` …).
  *
  * @example
  * ```ts
@@ -43,7 +45,7 @@ export interface PartitionerInput {
  * };
  * ```
  */
-export interface KafkaSinkOptions<IN> {
+export interface KafkaSinkOptions<IN> extends KafkaProducerSettings {
   /** Bootstrap brokers. Give either `brokers` or `kafka`. */
   readonly brokers?: readonly string[];
   /** A kafkajs client of your own (TLS, SASL, retry settings are taken from it). */

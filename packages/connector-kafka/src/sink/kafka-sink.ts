@@ -11,6 +11,7 @@ import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import {
+  clientRetryOf,
   type IdempotentProducerHandle,
   KafkaConnection,
   kafkaErrorType,
@@ -26,6 +27,7 @@ import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.j
 import type { KafkaTransaction } from "./kafka-transaction.js";
 import { findLingeringTransactionalIds } from "./lingering-transactions.js";
 import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
+import { type ProducerStartSettings, producerStartSettings } from "./producer-settings.js";
 import { defaultValueSerializer, type Serializer } from "./serializer.js";
 import { checkTransactionTimeout } from "./transaction-timeout-check.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
@@ -88,6 +90,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private readonly prefix: string;
   private readonly poolSize: number;
   private readonly lingerMs: number;
+  private readonly producerSettings: ProducerStartSettings;
   private readonly timeoutMs: number;
   private readonly checkpointIntervalHint: number | undefined;
   private readonly topicOf: (value: IN) => string;
@@ -167,6 +170,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     this.lingerMs =
       options.lingerMs ??
       (guarantee === "exactly-once" ? DEFAULT_LINGER_MS : DEFAULT_LINGER_MS_OUTSIDE_TRANSACTIONS);
+    this.producerSettings = producerStartSettings(
+      options,
+      this.lingerMs,
+      options.kafka === undefined ? undefined : clientRetryOf(options.kafka),
+    );
     this.timeoutMs = timeout;
     this.checkpointIntervalHint = options.checkpointInterval;
     const topic = options.topic;
@@ -476,6 +484,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           transactionTimeout: this.timeoutMs,
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
+          settings: this.producerSettings,
           mapFailure: (error, records) =>
             recordRejection(error, this.name, records) ??
             fencedWriteError(error, transaction, this.fencedContext(transaction), this.lastCheckpointId + 1),
@@ -515,6 +524,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
         connection.startIdempotentProducer({
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
+          settings: this.producerSettings,
           mapFailure: (error, records) => recordRejection(error, this.name, records) ?? error,
         }),
       );

@@ -183,6 +183,20 @@ function privateMember<T>(kafka: Kafka, description: string): T {
   return (kafka as unknown as Record<symbol, T>)[symbol] as T;
 }
 
+/** The `retry` option of a kafkajs client, as its constructor took it. */
+export interface KafkajsRetry {
+  readonly retries?: number;
+  readonly initialRetryTime?: number;
+  readonly maxRetryTime?: number;
+  readonly multiplier?: number;
+}
+
+/** The `retry` option `kafka` was made with (kafkajs keeps it private), if any. */
+export function clientRetryOf(kafka: Kafka): KafkajsRetry | undefined {
+  const retry = privateMember<KafkajsRetry | undefined>(kafka, "private:Kafka:clusterRetry");
+  return typeof retry === "object" && retry !== null ? retry : undefined;
+}
+
 /**
  * A connection to the cluster below the public kafkajs API: raw requests to brokers and
  * coordinators, with the client's own configuration (brokers, TLS, SASL, retry).
@@ -396,12 +410,13 @@ export class KafkaConnection {
       transactionalId,
       producerId: BigInt(eosManager.getProducerId()),
       producerEpoch: eosManager.getProducerEpoch(),
+      retry: RETRY_DEFAULTS,
+      ...options.settings,
       ...options.tuning,
       ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
       cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
       partitioner: options.partitioner() as IdempotentProducerOptions["partitioner"],
       mapFailure: options.mapFailure,
-      retry: RETRY_DEFAULTS,
     });
     return {
       send: (topicMessages) => producer.send(topicMessages),
@@ -520,6 +535,16 @@ export interface ProducerStartOptions {
   readonly mapFailure: (error: unknown, records: TopicMessages[]) => unknown;
   /** How long a partition's batch that is not full waits for more records (`linger.ms`). */
   readonly lingerMs?: number;
+  /** The sink's producer settings (`batchSize`, `requestTimeoutMs` …); kafkajs's retry defaults without. */
+  readonly settings?: Pick<
+    IdempotentProducerOptions,
+    | "batchBytes"
+    | "maxRequestBytes"
+    | "maxInFlightRequestsPerBroker"
+    | "requestTimeoutMs"
+    | "deliveryTimeoutMs"
+    | "retry"
+  >;
   /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
   readonly tuning?: Pick<
     IdempotentProducerOptions,
