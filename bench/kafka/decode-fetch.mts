@@ -23,10 +23,7 @@ import {
   partitionKey,
   recordsFromKafkajs,
 } from "../../packages/connector-kafka/src/protocol/fetch-response.js";
-import {
-  type RawRecord,
-  viewsOf,
-} from "../../packages/connector-kafka/src/protocol/record-batch-decoder.js";
+import { type RawRecord, viewsOf } from "../../packages/connector-kafka/src/protocol/record-batch-decoder.js";
 import { encodeRecordBatch } from "../../packages/connector-kafka/src/protocol/record-batch-encoder.js";
 
 const { values: args } = parseArgs({

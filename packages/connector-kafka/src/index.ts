@@ -8,7 +8,12 @@ export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
-export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type {
+  DeliveryGuarantee,
+  KafkaSinkHeaders,
+  KafkaSinkOptions,
+  PartitionerInput,
+} from "./sink/kafka-sink-options.js";
 export type { KafkaTransaction } from "./sink/kafka-transaction.js";
 export type { KafkaProducerSettings } from "./sink/producer-settings.js";
 export type { Serializer } from "./sink/serializer.js";
@@ -16,7 +21,7 @@ export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
 export { Deserializers } from "./source/deserializer.js";
 export type { KafkaPartitionSplit, PendingStart } from "./source/kafka-partition-split.js";
-export type { KafkaRecord } from "./source/kafka-record.js";
+export type { KafkaHeader, KafkaRecord } from "./source/kafka-record.js";
 export { KafkaSource } from "./source/kafka-source.js";
 export type {
   DeserializationErrorPolicy,

@@ -1,6 +1,7 @@
 import { OnceflowError } from "@onceflow/core";
-import type { Message } from "kafkajs";
 import { kafkaErrorType } from "../internal/kafkajs/internals.js";
+import type { ProducerMessage } from "../producer/producer-message.js";
+import { isHeaderList } from "../protocol/record-batch-encoder.js";
 
 /**
  * What {@link KafkaRecordRejectedError} says about the refused send.
@@ -61,9 +62,11 @@ export class KafkaRecordRejectedError extends OnceflowError {
   }
 }
 
-const recordBytes = (message: Message): number => {
+const recordBytes = (message: ProducerMessage): number => {
   let bytes = byteLength(message.key) + byteLength(message.value);
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
+  const headers = message.headers ?? {};
+  const entries = isHeaderList(headers) ? headers : Object.entries(headers);
+  for (const [name, value] of entries) {
     bytes += Buffer.byteLength(name);
     for (const item of Array.isArray(value) ? value : [value]) bytes += byteLength(item);
   }
@@ -84,7 +87,7 @@ function byteLength(value: unknown): number {
 export function recordRejection(
   error: unknown,
   sinkName: string,
-  topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>,
+  topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>,
 ): KafkaRecordRejectedError | undefined {
   const type = kafkaErrorType(error);
   if (type === "RECORD_TOO_LARGE") return tooLargeForRequest(error, sinkName, topicMessages);
@@ -110,7 +113,7 @@ export function recordRejection(
 function tooLargeForRequest(
   error: unknown,
   sinkName: string,
-  topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>,
+  topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>,
 ): KafkaRecordRejectedError {
   const { recordBytes: size, maxRequestSize } = error as { recordBytes?: number; maxRequestSize?: number };
   const topic = topicMessages[0]?.topic ?? "(none)";

@@ -10,7 +10,7 @@
  * The halves are transactional when the refused batch was.
  */
 
-import { type EncodedRecord, recordsOfBatch } from "../protocol/record-batch-decoder.js";
+import { type EncodedRecord, HEADER_LIST, recordsOfBatch } from "../protocol/record-batch-decoder.js";
 import { type BatchProducer, RecordBatchBuilder } from "../protocol/record-batch-encoder.js";
 import { ATTRIBUTES_OFFSET, TRANSACTIONAL_FLAG } from "../protocol/record-batch-layout.js";
 import type { ProducerMessage } from "./producer-message.js";
@@ -117,8 +117,8 @@ function asMessage(record: EncodedRecord): ProducerMessage {
   return {
     key: record.key,
     value: record.value,
-    // A null header value is written as Kafka's null again (the encoder takes it).
-    headers: record.headers as ProducerMessage["headers"],
+    // In the record's order (names interleaved as written); a null value is Kafka's null again.
+    headers: record.headers?.[HEADER_LIST] ?? record.headers,
     timestamp: String(record.timestamp),
   };
 }

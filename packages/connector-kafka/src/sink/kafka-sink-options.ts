@@ -19,6 +19,21 @@ import type { Serializer } from "./serializer.js";
 export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
 
 /**
+ * The headers a {@link KafkaSink} writes for a record: by name (a repeated name as an array of its
+ * values, in a row) or, to keep any order and repetition, as `[name, value]` pairs in order — a
+ * source record's `headerList` as it is. A `null` value is Kafka's null header value.
+ *
+ * @example
+ * ```ts
+ * const byName: KafkaSinkHeaders = { "trace-id": "4bf92f35", tag: ["a", "b"], empty: null };
+ * const inOrder: KafkaSinkHeaders = [["rep", "1"], ["other", null], ["rep", "2"]];
+ * ```
+ */
+export type KafkaSinkHeaders =
+  | Readonly<Record<string, string | Buffer | null | ReadonlyArray<string | Buffer | null>>>
+  | ReadonlyArray<readonly [name: string, value: string | Buffer | null]>;
+
+/**
  * What a custom partitioner is given.
  *
  * @example
@@ -58,8 +73,11 @@ export interface KafkaSinkOptions<IN> extends KafkaProducerSettings {
   readonly key?: Serializer<IN>;
   /** Value serializer (default: strings and Buffers as they are, anything else as JSON). */
   readonly value?: Serializer<IN>;
-  /** Headers per record. */
-  readonly headers?: (value: IN) => Record<string, string | Buffer>;
+  /**
+   * Headers per record: by name, or in order as `[name, value]` pairs (names may repeat, values may
+   * be `null`); `(record) => record.headerList` passes a source record's headers on unchanged.
+   */
+  readonly headers?: (value: IN) => KafkaSinkHeaders;
   /** The record timestamp (default: the time of sending, Kafka's CreateTime). */
   readonly timestamp?: (value: IN) => number;
   /** Chooses a partition (default: murmur2 of the key as the Java client does, round-robin without key). */

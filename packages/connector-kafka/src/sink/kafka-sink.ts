@@ -7,7 +7,7 @@ import {
   type SinkContext,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
-import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import type { ICustomPartitioner, Kafka } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import {
@@ -18,12 +18,13 @@ import {
   type OpenTransaction,
 } from "../internal/kafkajs/internals.js";
 import { kafkajs } from "../internal/kafkajs/kafkajs-loader.js";
+import type { ProducerMessage } from "../producer/producer-message.js";
 import {
   type FencedTransactionContext,
   fencedRecoveryError,
   fencedWriteError,
 } from "./fenced-transaction-errors.js";
-import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
+import type { DeliveryGuarantee, KafkaSinkHeaders, KafkaSinkOptions } from "./kafka-sink-options.js";
 import type { KafkaTransaction } from "./kafka-transaction.js";
 import { findLingeringTransactionalIds } from "./lingering-transactions.js";
 import { claimPrefix, releasePrefixClaim } from "./prefix-claims.js";
@@ -96,7 +97,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private readonly topicOf: (value: IN) => string;
   private readonly keySerializer: Serializer<IN> | undefined;
   private readonly valueSerializer: Serializer<IN>;
-  private readonly headersOf: ((value: IN) => Record<string, string | Buffer>) | undefined;
+  private readonly headersOf: ((value: IN) => KafkaSinkHeaders) | undefined;
   private readonly timestampOf: ((value: IN) => number) | undefined;
   private readonly partitioner: ICustomPartitioner;
 
@@ -537,11 +538,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     return this.producer;
   }
 
-  private toTopicMessages(values: readonly IN[]): Array<{ topic: string; messages: Message[] }> {
-    const byTopic = new Map<string, Message[]>();
+  private toTopicMessages(values: readonly IN[]): Array<{ topic: string; messages: ProducerMessage[] }> {
+    const byTopic = new Map<string, ProducerMessage[]>();
     for (const value of values) {
       const topic = this.topicOf(value);
-      const message: Message = {
+      const message: { -readonly [P in keyof ProducerMessage]: ProducerMessage[P] } = {
         key: this.keySerializer?.serialize(value) ?? null,
         value: this.valueSerializer.serialize(value),
       };

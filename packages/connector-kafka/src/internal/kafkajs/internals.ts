@@ -12,11 +12,12 @@
  *   producer never shows.
  * If a kafkajs upgrade breaks one of these, this file is the only place to fix.
  */
-import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import type { ICustomPartitioner, Kafka } from "kafkajs";
 import {
   IdempotentProducer,
   type IdempotentProducerOptions,
   type ProduceCluster,
+  type ProducerMessage,
   type TopicMessages,
 } from "../../producer/idempotent-producer.js";
 import {
@@ -38,6 +39,7 @@ export {
   withoutAborted,
 } from "../../protocol/fetch-response.js";
 export {
+  HEADER_LIST,
   NO_HEADERS,
   offsetAfter,
   type RawOffset,
@@ -558,7 +560,7 @@ export interface IdempotentProducerHandle {
   readonly producerId: string;
   readonly producerEpoch: number;
   /** Hands records over; returns before they are acknowledged. Throws an earlier send's failure. */
-  send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>): Promise<void>;
+  send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>): Promise<void>;
   /** Waits until every record sent is acknowledged; throws the first failure. */
   flush(): Promise<void>;
   /** Throws the failure of an earlier send, if one failed; waits for nothing. */
