@@ -26,7 +26,14 @@ import type { PartitionState } from "./partition-state.js";
  */
 export type MissingPartitionPolicy = "wait" | "drop";
 
-/** Metric names of missing partitions: a gauge per reader, and a counter of dropped ones. */
+/**
+ * Metric names of missing partitions: a gauge per reader, and a counter of dropped ones.
+ *
+ * @example
+ * ```ts
+ * metrics.read(MissingPartitionMetricNames.missingPartitions); // with createMemoryMetrics()
+ * ```
+ */
 export const MissingPartitionMetricNames = {
   missingPartitions: "onceflow_kafka_source_missing_partitions",
   partitionsDropped: "onceflow_kafka_source_partitions_dropped_total",
