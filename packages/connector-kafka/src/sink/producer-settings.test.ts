@@ -1,7 +1,7 @@
 import { Kafka, logLevel } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { clientRetryOf } from "../internal/kafkajs/internals.js";
-import { PRODUCER_DEFAULTS, resolveProducerSettings } from "./producer-settings.js";
+import { PRODUCER_DEFAULTS, producerStartSettings, resolveProducerSettings } from "./producer-settings.js";
 
 describe("resolveProducerSettings", () => {
   it("fills in the Java producer's defaults (batchSize excepted)", () => {
@@ -33,6 +33,34 @@ describe("resolveProducerSettings", () => {
 
   it("a smaller maxRequestSize lowers the default batch size with it", () => {
     expect(resolveProducerSettings({ maxRequestSize: 100_000 }, 0, undefined).batchSize).toBe(100_000);
+  });
+});
+
+describe("producerStartSettings", () => {
+  it("hands every setting to the produce path under its own name", () => {
+    expect(
+      producerStartSettings(
+        {
+          batchSize: 1_000,
+          maxRequestSize: 2_000,
+          maxInFlightRequestsPerConnection: 2,
+          requestTimeoutMs: 3_000,
+          deliveryTimeoutMs: 9_000,
+          retries: 4,
+          retryBackoffMs: 10,
+          retryBackoffMaxMs: 20,
+        },
+        5,
+        undefined,
+      ),
+    ).toEqual({
+      batchBytes: 1_000,
+      maxRequestBytes: 2_000,
+      maxInFlightRequestsPerBroker: 2,
+      requestTimeoutMs: 3_000,
+      deliveryTimeoutMs: 9_000,
+      retry: { retries: 4, initialRetryTime: 10, maxRetryTime: 20, multiplier: 2 },
+    });
   });
 });
 
