@@ -211,4 +211,51 @@ describe("KafkaSink producer timeouts against a broker that stops answering", { 
     // Each request ended at requestTimeoutMs (1 s), not at kafkajs's own 30 s.
     expect(String((error.cause as Error)?.message)).toContain("requestTimeoutMs");
   });
+
+  it("retries, or the kafkajs client's retry.retries, ends the resends before deliveryTimeoutMs would", async () => {
+    const service = kafka();
+    const brokers = [...service.brokers];
+    const topic = uniqueName("sink-retries");
+    await createKafkaTopic(brokers, topic, { partitions: 1 });
+    const pid = service.pid;
+    if (pid === undefined) throw new Error("the private broker has no process to freeze");
+    // kafkajs's own requests (metadata) give up after a second too, so resends are not held up.
+    const client = (retry?: { retries: number }) =>
+      new Kafka({ brokers, requestTimeout: 1_000, logLevel: logLevel.NOTHING, ...(retry ? { retry } : {}) });
+    const common = {
+      topic,
+      deliveryGuarantee: "at-least-once",
+      lingerMs: 0,
+      requestTimeoutMs: 1_000,
+      deliveryTimeoutMs: 30_000,
+    } as const;
+    const drivers = [
+      await SinkDriver.start(new KafkaSink<string>({ ...common, kafka: client(), retries: 1 })),
+      await SinkDriver.start(new KafkaSink<string>({ ...common, kafka: client({ retries: 1 }) })),
+    ];
+    let failures: unknown[] = [];
+    try {
+      for (const driver of drivers) {
+        await driver.write(["before"]);
+        await driver.checkpoint(1);
+      }
+      process.kill(pid, "SIGSTOP");
+      const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 100_000);
+      await stopped(pid);
+      try {
+        failures = await Promise.all(drivers.map((driver) => failureOf(driver, ["during"], 2)));
+      } finally {
+        clearTimeout(resume);
+        process.kill(pid, "SIGCONT");
+      }
+    } finally {
+      for (const driver of drivers) await driver.close();
+    }
+    // Unbounded resends would have ended only at the delivery timeout (30 s), with its error.
+    for (const failure of failures) {
+      expect(failure).toBeInstanceOf(Error);
+      expect(failure).not.toBeInstanceOf(KafkaDeliveryTimeoutError);
+      expect((failure as Error).message).not.toContain("expected the write");
+    }
+  });
 });
