@@ -184,7 +184,7 @@ async function afterDecode(raw: Buffer): Promise<RawRecord[][]> {
   const decoded = (await decodeFetchV11(raw, requested)) as FetchResponse;
   // Each record made as the reader makes it when handing it out (from the columns), which are then
   // recycled as the reader recycles them.
-  return fetchedPartitions(decoded, requested).map((p) => {
+  return fetchedPartitions(decoded, requested).fetched.map((p) => {
     const records = p.records.toArray();
     p.records.release();
     return records;

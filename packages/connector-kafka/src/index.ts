@@ -2,6 +2,8 @@ export type { KafkaTransactionInfo, ListKafkaTransactionsOptions } from "./admin
 export { abortKafkaTransactions, listKafkaTransactions } from "./admin/kafka-transactions.js";
 export type { KafkaCompressionDetails } from "./errors/kafka-compression-error.js";
 export { KafkaCompressionError } from "./errors/kafka-compression-error.js";
+export type { KafkaDeliveryTimeoutDetails } from "./errors/kafka-delivery-timeout-error.js";
+export { KafkaDeliveryTimeoutError } from "./errors/kafka-delivery-timeout-error.js";
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
 export { KafkaPrefixClaimedError } from "./errors/prefix-claimed-error.js";
@@ -10,14 +12,20 @@ export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/res
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";
 export type { CompressionType } from "./protocol/compression/compression-codec.js";
 export { KafkaSink } from "./sink/kafka-sink.js";
-export type { DeliveryGuarantee, KafkaSinkOptions, PartitionerInput } from "./sink/kafka-sink-options.js";
+export type {
+  DeliveryGuarantee,
+  KafkaSinkHeaders,
+  KafkaSinkOptions,
+  PartitionerInput,
+} from "./sink/kafka-sink-options.js";
 export type { KafkaTransaction } from "./sink/kafka-transaction.js";
+export type { KafkaProducerSettings } from "./sink/producer-settings.js";
 export type { Serializer } from "./sink/serializer.js";
 export { Serializers } from "./sink/serializer.js";
 export type { DeserializationContext, Deserializer } from "./source/deserializer.js";
 export { Deserializers } from "./source/deserializer.js";
 export type { KafkaPartitionSplit, PendingStart } from "./source/kafka-partition-split.js";
-export type { KafkaRecord } from "./source/kafka-record.js";
+export type { KafkaHeader, KafkaRecord } from "./source/kafka-record.js";
 export { KafkaSource } from "./source/kafka-source.js";
 export type {
   DeserializationErrorPolicy,
@@ -28,3 +36,5 @@ export type {
   StoppingOffsets,
 } from "./source/kafka-source-options.js";
 export { KafkaSourceReader } from "./source/kafka-source-reader.js";
+export type { MissingPartitionPolicy } from "./source/missing-partitions.js";
+export { MissingPartitionMetricNames } from "./source/missing-partitions.js";

@@ -71,8 +71,8 @@ function losingEveryThirdResponse() {
     calls: 0,
     wrap: (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
-      produce: async (nodeId, encode) => {
-        const response = await cluster.produce(nodeId, encode);
+      produce: async (nodeId, encode, timeoutMs) => {
+        const response = await cluster.produce(nodeId, encode, timeoutMs);
         if (counter.calls++ % 3 === 1) {
           counter.lost++;
           throw Object.assign(new Error("injected: connection lost after the broker wrote"), {
@@ -93,9 +93,9 @@ function countingProduceRequests() {
     count: 0,
     wrap: (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
-      produce: (nodeId, encode) => {
+      produce: (nodeId, encode, timeoutMs) => {
         counter.count++;
-        return cluster.produce(nodeId, encode);
+        return cluster.produce(nodeId, encode, timeoutMs);
       },
     }),
   };
@@ -151,8 +151,8 @@ describe("IdempotentProducer on the real broker", { timeout: 180_000 }, () => {
     const counting = (cluster: ProduceCluster): ProduceCluster => ({
       ...cluster,
       // Counts the real broker's MESSAGE_TOO_LARGE answers; changes nothing.
-      produce: async (nodeId, encode) => {
-        const response = await cluster.produce(nodeId, encode);
+      produce: async (nodeId, encode, timeoutMs) => {
+        const response = await cluster.produce(nodeId, encode, timeoutMs);
         refused += decodeProduceResponse(response).filter((r) => r.errorCode === 10).length;
         return response;
       },
@@ -314,6 +314,56 @@ describe("IdempotentProducer on the real broker", { timeout: 180_000 }, () => {
     // No transaction to commit: a read_committed reader sees every record once it is acknowledged
     // (transactional batches outside a transaction would have been refused).
     expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 20, total);
+  });
+
+  it("maxInFlightRequestsPerBroker bounds the Produce requests in flight to a broker; maxRequestBytes the batches per request", async () => {
+    const inFlightAtMost = async (maxInFlightRequestsPerBroker: number) => {
+      const topic = unique("producer-in-flight");
+      await createKafkaTopic(brokers(), topic, { partitions: 8 });
+      let inFlight = 0;
+      let most = 0;
+      let requests = 0;
+      const producer = await connection.startIdempotentProducer({
+        partitioner: Partitioners.DefaultPartitioner,
+        mapFailure: (error) => error,
+        // Nothing leaves before the flush, which then seals a batch per partition at once.
+        lingerMs: 60_000,
+        settings: {
+          batchBytes: 4_096,
+          // A 3 kB batch per partition, one per request: eight requests.
+          maxRequestBytes: 4_096,
+          maxInFlightRequestsPerBroker,
+          retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1_000, multiplier: 2 },
+        },
+        wrapCluster: (cluster) => ({
+          ...cluster,
+          produce: async (nodeId, encode, timeoutMs) => {
+            requests++;
+            most = Math.max(most, ++inFlight);
+            try {
+              return await cluster.produce(nodeId, encode, timeoutMs);
+            } finally {
+              inFlight--;
+            }
+          },
+        }),
+      });
+      await producer.send([
+        {
+          topic,
+          messages: Array.from({ length: 8 }, (_, partition) => ({
+            value: `p${partition}`.padEnd(3_000, "."),
+            partition,
+          })),
+        },
+      ]);
+      await producer.flush();
+      await producer.close();
+      expect(await readCommittedKafkaRecords(brokers(), topic)).toHaveLength(8);
+      return { most, requests };
+    };
+    expect(await inFlightAtMost(1)).toEqual({ most: 1, requests: 8 });
+    expect(await inFlightAtMost(3)).toEqual({ most: 3, requests: 8 });
   });
 
   it("a fenced producer's writes are refused with a typed error", async () => {

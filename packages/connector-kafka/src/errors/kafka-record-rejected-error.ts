@@ -1,6 +1,7 @@
 import { OnceflowError } from "@onceflow/core";
-import type { Message } from "kafkajs";
 import { kafkaErrorType } from "../internal/kafkajs/internals.js";
+import type { ProducerMessage } from "../producer/producer-message.js";
+import { isHeaderList } from "../protocol/record-batch-encoder.js";
 
 /**
  * What {@link KafkaRecordRejectedError} says about the refused send.
@@ -14,7 +15,10 @@ import { kafkaErrorType } from "../internal/kafkajs/internals.js";
 export type KafkaRecordRejectedDetails = {
   /** The topic the records were for. */
   readonly topic: string;
-  /** The broker's error, such as `MESSAGE_TOO_LARGE` or `INVALID_RECORD`. */
+  /**
+   * The broker's error, such as `MESSAGE_TOO_LARGE` or `INVALID_RECORD`; `RECORD_TOO_LARGE` (the
+   * Java client's name) when the sink refused a record over its `maxRequestSize` before sending it.
+   */
   readonly brokerError: string;
   /** How many records the refused request carried for the topic. */
   readonly records: number;
@@ -58,9 +62,11 @@ export class KafkaRecordRejectedError extends OnceflowError {
   }
 }
 
-const recordBytes = (message: Message): number => {
+const recordBytes = (message: ProducerMessage): number => {
   let bytes = byteLength(message.key) + byteLength(message.value);
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
+  const headers = message.headers ?? {};
+  const entries = isHeaderList(headers) ? headers : Object.entries(headers);
+  for (const [name, value] of entries) {
     bytes += Buffer.byteLength(name);
     for (const item of Array.isArray(value) ? value : [value]) bytes += byteLength(item);
   }
@@ -81,9 +87,10 @@ function byteLength(value: unknown): number {
 export function recordRejection(
   error: unknown,
   sinkName: string,
-  topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>,
+  topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>,
 ): KafkaRecordRejectedError | undefined {
   const type = kafkaErrorType(error);
+  if (type === "RECORD_TOO_LARGE") return tooLargeForRequest(error, sinkName, topicMessages);
   const advice = type === undefined ? undefined : PERMANENT_PRODUCE_ERRORS[type];
   if (type === undefined || advice === undefined) return undefined;
   // The broker does not say which record; name the topic of the largest one sent.
@@ -98,6 +105,21 @@ export function recordRejection(
   return new KafkaRecordRejectedError(
     `${sinkName}: the broker refused records for topic '${details.topic}' for good (${type}; ${details.records} records in the request, the largest ${details.largestRecordBytes} bytes): ${advice}. Then restart: the job resumes from its latest checkpoint, and nothing of the refused transaction was committed.`,
     details,
+    { cause: error },
+  );
+}
+
+/** A record the producer refused before sending it: over `maxRequestSize`. */
+function tooLargeForRequest(
+  error: unknown,
+  sinkName: string,
+  topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>,
+): KafkaRecordRejectedError {
+  const { recordBytes: size, maxRequestSize } = error as { recordBytes?: number; maxRequestSize?: number };
+  const topic = topicMessages[0]?.topic ?? "(none)";
+  return new KafkaRecordRejectedError(
+    `${sinkName}: a record for topic '${topic}' is ${size} bytes serialized, larger than maxRequestSize (${maxRequestSize}): raise maxRequestSize (and the topic's max.message.bytes, the broker's message.max.bytes) or make the records smaller. Then restart: the job resumes from its latest checkpoint, and nothing of the refused transaction was committed.`,
+    { topic, brokerError: "RECORD_TOO_LARGE", records: 1, largestRecordBytes: size ?? 0 },
     { cause: error },
   );
 }

@@ -28,6 +28,7 @@
  * leader takes the lingering batches of its other free partitions along (Kafka's drain).
  */
 
+import { KafkaDeliveryTimeoutError } from "../errors/kafka-delivery-timeout-error.js";
 import { codecOfType } from "../protocol/compression/codecs.js";
 import type { CompressionCodec, CompressionType } from "../protocol/compression/compression-codec.js";
 import { compressRecordBatch } from "../protocol/compression/record-batch-compression.js";
@@ -62,9 +63,10 @@ export interface ProduceCluster {
   /**
    * Sends one Produce request to a broker and returns the response body. `encode(clientId)` writes
    * the whole request as `encodeProduceRequest` does, once the connection is known; the cluster sets
-   * its correlation id and writes it to the socket as it is.
+   * its correlation id and writes it to the socket as it is. Without an answer within `timeoutMs`
+   * it fails with a retriable request timeout.
    */
-  produce(nodeId: number, encode: (clientId: string | null) => Buffer): Promise<Buffer>;
+  produce(nodeId: number, encode: (clientId: string | null) => Buffer, timeoutMs: number): Promise<Buffer>;
   /** Called after a request to `nodeId` failed on its connection. */
   connectionFailed(nodeId: number, error: unknown): Promise<void>;
   /** AddPartitionsToTxn for partitions not yet in the transaction (retried inside). */
@@ -92,6 +94,11 @@ export interface IdempotentProducerOptions {
   readonly retry: { retries: number; initialRetryTime: number; maxRetryTime: number; multiplier: number };
   /** A batch is sealed at this size (default 256 KiB); a lone larger record gets a batch of its own. */
   readonly batchBytes?: number;
+  /**
+   * The largest Produce request (`max.request.size`, default 1 MiB); a record whose batch alone is
+   * larger is refused by `send` (an error of type `RECORD_TOO_LARGE`, through `mapFailure`).
+   */
+  readonly maxRequestBytes?: number;
   /** Produce requests in flight per broker (default 5, Kafka's limit for idempotent producers). */
   readonly maxInFlightRequestsPerBroker?: number;
   /**
@@ -102,8 +109,14 @@ export interface IdempotentProducerOptions {
   readonly lingerMs?: number;
   /** Sealed, unacknowledged bytes above which `send` waits (default 16 MiB). */
   readonly maxBufferedBytes?: number;
-  /** The broker's wait for acks=all (Produce timeout, default 30 s). */
-  readonly ackTimeoutMs?: number;
+  /** The broker's wait for acks=all and the client's for the answer (`request.timeout.ms`, default 30 s). */
+  readonly requestTimeoutMs?: number;
+  /**
+   * The longest from a batch's first record to its acknowledgement, resends included
+   * (`delivery.timeout.ms`, default 120 s); past it the producer fails with a
+   * {@link KafkaDeliveryTimeoutError}.
+   */
+  readonly deliveryTimeoutMs?: number;
   /**
    * Each batch's records compressed when it is sealed (Kafka's `compression.type`, default
    * `none`). `batchBytes` counts the records before compression.
@@ -114,14 +127,17 @@ export interface IdempotentProducerOptions {
 const DEFAULT_BATCH_BYTES = 256 * 1024;
 const DEFAULT_MAX_IN_FLIGHT = 5;
 const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-const DEFAULT_ACK_TIMEOUT_MS = 30_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_DELIVERY_TIMEOUT_MS = 120_000;
 /** A request carries the head batch of each ready partition of its broker, up to this size. */
-const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
+const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
+/** The pool keeps buffers of request bodies up to this size. */
+const POOLED_REQUEST_BYTES = 8 * 1024 * 1024;
 /**
  * This thread's buffers for batches and request bodies, shared by its producers (one per
  * transaction): about what one producer keeps sealed by default, plus a request body.
  */
-const producedBuffers = new BufferPool(DEFAULT_MAX_BUFFERED_BYTES + MAX_REQUEST_BYTES);
+const producedBuffers = new BufferPool(DEFAULT_MAX_BUFFERED_BYTES + POOLED_REQUEST_BYTES);
 const ACKS_ALL = -1;
 const NONE = 0;
 const DUPLICATE_SEQUENCE_NUMBER = 46;
@@ -133,8 +149,8 @@ interface Lane {
   /** The pooled buffer given to `builder`. */
   slab: Buffer | undefined;
   /**
-   * When `builder` got its first record, for `lingerMs`: `performance.now()`, since a wall clock
-   * that steps back must not stretch a linger.
+   * When `builder` got its first record, for `lingerMs` and `deliveryTimeoutMs`:
+   * `performance.now()`, since a wall clock that steps back must not stretch either.
    */
   openedAt: number;
   readonly queue: SealedBatch[];
@@ -168,7 +184,9 @@ export class IdempotentProducer {
   private readonly maxInFlight: number;
   private readonly maxBufferedBytes: number;
   private readonly lingerMs: number;
-  private readonly ackTimeoutMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly deliveryTimeoutMs: number;
+  private readonly maxRequestBytes: number;
   private readonly codec: CompressionCodec | undefined;
   /** Version 7 for zstd batches (brokers refuse them below), else 3. */
   private readonly produceVersion: ProduceApiVersion;
@@ -189,7 +207,9 @@ export class IdempotentProducer {
     this.maxInFlight = options.maxInFlightRequestsPerBroker ?? DEFAULT_MAX_IN_FLIGHT;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.lingerMs = options.lingerMs ?? 0;
-    this.ackTimeoutMs = options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.deliveryTimeoutMs = options.deliveryTimeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
+    this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
     this.codec = codecOfType(options.compression ?? "none");
     this.produceVersion = this.codec?.name === "zstd" ? PRODUCE_API_VERSION_ZSTD : PRODUCE_API_VERSION;
   }
@@ -224,6 +244,8 @@ export class IdempotentProducer {
           builder = this.newBuilder(lane, batchBytes);
           builder.tryAppend(message, now);
         }
+        // Only a lone record (in a batch of its own) can be over it: batches are at most batchBytes.
+        if (builder.sizeInBytes > this.maxRequestBytes) this.refuseTooLarge(lane, message);
       }
     }
     this.pump();
@@ -284,7 +306,7 @@ export class IdempotentProducer {
 
   private newBuilder(lane: Lane, batchBytes: number): RecordBatchBuilder {
     lane.slab = producedBuffers.take(batchBytes);
-    if (this.lingerMs > 0) lane.openedAt = performance.now();
+    lane.openedAt = performance.now();
     lane.builder = new RecordBatchBuilder(batchBytes, lane.slab);
     return lane.builder;
   }
@@ -310,7 +332,14 @@ export class IdempotentProducer {
       producedBuffers.give(slab);
       slab = undefined;
     }
-    lane.queue.push({ bytes, slab, count: builder.count, baseSequence, attempts: 0 });
+    lane.queue.push({
+      bytes,
+      slab,
+      count: builder.count,
+      baseSequence,
+      attempts: 0,
+      createdAt: lane.openedAt,
+    });
     lane.builder = undefined;
     lane.slab = undefined;
     this.bufferedBytes += bytes.length;
@@ -364,7 +393,7 @@ export class IdempotentProducer {
         while (next < lanes.length) {
           const lane = lanes[next] as Lane;
           const size = (lane.queue[0] as SealedBatch).bytes.length;
-          if (request.length > 0 && bytes + size > MAX_REQUEST_BYTES) break;
+          if (request.length > 0 && bytes + size > this.maxRequestBytes) break;
           request.push(lane);
           bytes += size;
           next++;
@@ -426,23 +455,26 @@ export class IdempotentProducer {
     let responses: ReturnType<typeof decodeProduceResponse>;
     try {
       let requestBuffer: Buffer | undefined;
-      const response = await cluster.produce(nodeId, (clientId) =>
-        encodeProduceRequest({
-          clientId,
-          transactionalId: this.options.transactionalId,
-          acks: ACKS_ALL,
-          timeoutMs: this.ackTimeoutMs,
-          partitions: lanes.map((lane) => ({
-            topic: lane.topic,
-            partition: lane.partition,
-            batch: (lane.queue[0] as SealedBatch).bytes,
-          })),
-          version: this.produceVersion,
-          allocate: (size) => {
-            requestBuffer = producedBuffers.take(size);
-            return requestBuffer;
-          },
-        }),
+      const response = await cluster.produce(
+        nodeId,
+        (clientId) =>
+          encodeProduceRequest({
+            clientId,
+            transactionalId: this.options.transactionalId,
+            acks: ACKS_ALL,
+            timeoutMs: this.requestTimeoutMs,
+            partitions: lanes.map((lane) => ({
+              topic: lane.topic,
+              partition: lane.partition,
+              batch: (lane.queue[0] as SealedBatch).bytes,
+            })),
+            version: this.produceVersion,
+            allocate: (size) => {
+              requestBuffer = producedBuffers.take(size);
+              return requestBuffer;
+            },
+          }),
+        this.requestTimeoutMs,
       );
       // Answered: the socket handed every byte of the request to the kernel before the broker could
       // answer. Only then is the buffer reused; a failed request's may still sit in the socket's
@@ -496,6 +528,7 @@ export class IdempotentProducer {
   private split(lane: Lane): void {
     const refused = lane.queue.shift() as SealedBatch;
     const halves = splitInHalves(refused, this.options);
+    for (const half of halves) half.createdAt = refused.createdAt;
     lane.queue.unshift(...halves);
     this.bufferedBytes += halves[0].bytes.length + halves[1].bytes.length - refused.bytes.length;
     // A compressed batch's size stands for its records' (larger) one: smaller than needed, safe.
@@ -535,32 +568,92 @@ export class IdempotentProducer {
       this.fail(error, lane);
       return;
     }
+    const left = this.deliveryTimeoutMs - (performance.now() - (batch.createdAt ?? performance.now()));
+    if (left <= 0) {
+      this.fail(this.deliveryTimedOut(lane, error), lane);
+      return;
+    }
     lane.busy = true;
-    const delay = Math.min(maxRetryTime, initialRetryTime * multiplier ** (batch.attempts - 1));
+    const backoff = Math.min(maxRetryTime, initialRetryTime * multiplier ** (batch.attempts - 1));
+    const delay = backoff * (0.8 + Math.random() * 0.4);
     const timer = setTimeout(
       () => {
         this.retryTimers.delete(timer);
-        const resume: Promise<void> = this.refreshMetadata().then(() => {
+        // The resend would start past the delivery timeout: the batch has waited its longest.
+        if (delay >= left) {
+          this.fail(this.deliveryTimedOut(lane, error), lane);
+          return;
+        }
+        // A refresh against unreachable brokers takes kafkajs's retries: the deadline does not wait.
+        const deadline = batch.createdAt === undefined ? undefined : batch.createdAt + this.deliveryTimeoutMs;
+        const resume: Promise<void> = this.refreshMetadata(deadline).then(() => {
+          if (deadline !== undefined && performance.now() >= deadline) {
+            this.fail(this.deliveryTimedOut(lane, error), lane);
+            return;
+          }
           lane.busy = false;
           this.pumpOrFail();
         });
         this.pending.add(resume);
         void resume.finally(() => this.pending.delete(resume));
       },
-      delay * (0.8 + Math.random() * 0.4),
+      Math.min(delay, left),
     );
     this.retryTimers.add(timer);
   }
 
-  /** One metadata refresh for every lane that waits on it; its failure shows in the next send. */
-  private refreshMetadata(): Promise<void> {
+  /** The error of a head batch of `lane` not acknowledged within `deliveryTimeoutMs`. */
+  private deliveryTimedOut(lane: Lane, lastError: unknown): KafkaDeliveryTimeoutError {
+    const batch = lane.queue[0] as SealedBatch;
+    return new KafkaDeliveryTimeoutError(
+      `${batch.count} record(s) for ${lane.topic} partition ${lane.partition} were not acknowledged within deliveryTimeoutMs (${this.deliveryTimeoutMs} ms; ${batch.attempts} attempt(s), the last failed with: ${(lastError as Error)?.message ?? String(lastError)}): check that the partition's leader is reachable, or raise deliveryTimeoutMs`,
+      {
+        topic: lane.topic,
+        partition: lane.partition,
+        records: batch.count,
+        attempts: batch.attempts,
+        deliveryTimeoutMs: this.deliveryTimeoutMs,
+      },
+      { cause: lastError },
+    );
+  }
+
+  /**
+   * Refuses the record just appended to `lane`'s open batch (alone in it) as larger than
+   * `maxRequestBytes`, as the Java producer's RecordTooLargeException: the batch is dropped and the
+   * error goes through `mapFailure`. The producer itself goes on.
+   */
+  private refuseTooLarge(lane: Lane, message: ProducerMessage): never {
+    const size = lane.builder?.sizeInBytes ?? 0;
+    if (lane.slab !== undefined) producedBuffers.give(lane.slab);
+    lane.builder = undefined;
+    lane.slab = undefined;
+    const error = Object.assign(
+      new Error(
+        `a record of ${size} bytes (serialized, with its batch's framing) for ${lane.topic} is larger than maxRequestSize (${this.maxRequestBytes})`,
+      ),
+      { type: "RECORD_TOO_LARGE", retriable: false, recordBytes: size, maxRequestSize: this.maxRequestBytes },
+    );
+    throw this.options.mapFailure(error, [{ topic: lane.topic, messages: [message] }]);
+  }
+
+  /**
+   * One metadata refresh for every lane that waits on it; its failure shows in the next send. A
+   * caller with a `deadline` (`performance.now()` time) stops waiting for it then.
+   */
+  private refreshMetadata(deadline?: number): Promise<void> {
     this.refreshing ??= this.options.cluster
       .refreshMetadata()
       .catch(() => undefined)
       .finally(() => {
         this.refreshing = undefined;
       });
-    return this.refreshing;
+    if (deadline === undefined) return this.refreshing;
+    let timer: NodeJS.Timeout | undefined;
+    const due = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+    });
+    return Promise.race([this.refreshing, due]).finally(() => clearTimeout(timer));
   }
 
   /** Fails the producer with `error`; `lane`'s head batch, if given, is what the error is about. */

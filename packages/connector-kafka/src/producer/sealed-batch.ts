@@ -13,7 +13,7 @@
 import { codecOfId } from "../protocol/compression/codecs.js";
 import type { CompressionCodec } from "../protocol/compression/compression-codec.js";
 import { compressRecordBatch } from "../protocol/compression/record-batch-compression.js";
-import { type EncodedRecord, recordsOfBatch } from "../protocol/record-batch-decoder.js";
+import { type EncodedRecord, HEADER_LIST, recordsOfBatch } from "../protocol/record-batch-decoder.js";
 import { type BatchProducer, encodeRecordBatch } from "../protocol/record-batch-encoder.js";
 import { ATTRIBUTES_OFFSET, COMPRESSION_MASK, TRANSACTIONAL_FLAG } from "../protocol/record-batch-layout.js";
 import type { ProducerMessage } from "./producer-message.js";
@@ -30,6 +30,8 @@ export interface SealedBatch {
   readonly count: number;
   readonly baseSequence: number;
   attempts: number;
+  /** When its first record was written (`performance.now()`), for the delivery timeout. */
+  createdAt?: number;
 }
 
 /** The producer a batch is written for: every batch of a producer carries it. */
@@ -114,8 +116,8 @@ function asMessage(record: EncodedRecord): ProducerMessage {
   return {
     key: record.key,
     value: record.value,
-    // A null header value is written as Kafka's null again (the encoder takes it).
-    headers: record.headers as ProducerMessage["headers"],
+    // In the record's order (names interleaved as written); a null value is Kafka's null again.
+    headers: record.headers?.[HEADER_LIST] ?? record.headers,
     timestamp: String(record.timestamp),
   };
 }

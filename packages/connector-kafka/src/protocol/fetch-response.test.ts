@@ -99,7 +99,7 @@ describe("decodeFetchV11", () => {
       clientSideThrottleTime: number;
     };
     expect(decoded.clientSideThrottleTime).toBe(0);
-    const fetched = fetchedPartitions(decoded, requested);
+    const { fetched } = fetchedPartitions(decoded, requested);
     expect(
       fetched.map((p) => [p.topic, p.partition, values(p.records.toArray()), p.nextOffset, p.highWatermark]),
     ).toEqual([
@@ -109,5 +109,23 @@ describe("decodeFetchV11", () => {
     ]);
     expect(fetched[0]?.records.toArray().map((r) => r.offset)).toEqual([1, 2]);
     expect(fetched[0]?.records.recordAt(0).timestamp).toBe(1_700_000_000_000);
+  });
+
+  it("keeps a partition's error to that partition: the others' records come beside it", async () => {
+    const raw = response([
+      ["alive", [{ partition: 0, highWatermark: 2n, records: batchAt(0n, ["a", "b"]) }]],
+      // UNKNOWN_TOPIC_OR_PARTITION, as a broker answers for a deleted topic.
+      ["deleted", [{ partition: 0, errorCode: 3, highWatermark: -1n, records: null }]],
+    ]);
+    const requested = new Map([
+      [partitionKey("alive", 0), 0n],
+      [partitionKey("deleted", 0), 100n],
+    ]);
+    const { fetched, failed } = fetchedPartitions(
+      (await decodeFetchV11(raw, requested)) as FetchResponse,
+      requested,
+    );
+    expect(fetched.map((p) => [p.topic, values(p.records.toArray())])).toEqual([["alive", ["a", "b"]]]);
+    expect(failed).toEqual([{ topic: "deleted", partition: 0, errorCode: 3 }]);
   });
 });

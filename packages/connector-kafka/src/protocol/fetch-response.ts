@@ -25,6 +25,20 @@ export interface FetchedPartition {
   lastStableOffset: bigint | undefined;
 }
 
+/** A partition a Fetch answered with an error code instead of records (`OFFSET_OUT_OF_RANGE` …). */
+export interface FailedPartition {
+  topic: string;
+  partition: number;
+  /** Kafka's protocol error code, never 0. */
+  errorCode: number;
+}
+
+/** What a Fetch returned: records per partition, and the partitions that failed on their own. */
+export interface FetchedPartitions {
+  fetched: FetchedPartition[];
+  failed: FailedPartition[];
+}
+
 /** The offset asked for per partition, keyed by {@link partitionKey}. */
 export type RequestedOffsets = ReadonlyMap<string, bigint>;
 
@@ -33,7 +47,7 @@ export function partitionKey(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;
 }
 
-/** A partition of a decoded v11 response: kafkajs's `parse` reads `errorCode`, the rest is ours. */
+/** A partition of a decoded v11 response. */
 interface LeanPartition {
   partition: number;
   errorCode: number;
@@ -55,6 +69,7 @@ export interface DecodedMessage {
 /** A partition as kafkajs's own Fetch decoders return it (versions before 11). */
 interface KafkajsPartition {
   partition: number;
+  errorCode: number;
   highWatermark: string;
   lastStableOffset?: string;
   abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
@@ -67,8 +82,8 @@ export interface FetchResponse {
 }
 
 /**
- * Decodes a Fetch v11 response (the `decode` of kafkajs's protocol request; its v11 `parse` then
- * raises partition errors). Records below the offset asked for, control records and records of
+ * Decodes a Fetch v11 response (the `decode` of kafkajs's protocol request; partition errors are
+ * kept per partition, for {@link fetchedPartitions}). Records below the offset asked for, control records and records of
  * aborted transactions are gone; a partition's next offset is past every whole batch.
  *
  * Fetch Response (Version: 11) => throttle_time_ms error_code session_id [responses]
@@ -158,20 +173,29 @@ export async function decodeFetchV11(raw: Buffer, requested: RequestedOffsets): 
   return { throttleTime: 0, clientSideThrottleTime, errorCode, sessionId, responses };
 }
 
-/** The partitions asked for, from a response decoded by {@link decodeFetchV11} or by kafkajs. */
-export function fetchedPartitions(response: FetchResponse, requested: RequestedOffsets): FetchedPartition[] {
-  const result: FetchedPartition[] = [];
+/**
+ * The partitions asked for, from a response decoded by {@link decodeFetchV11} or by kafkajs. A
+ * partition's error is its own: the others' records are returned beside it, as the Java consumer
+ * reads them.
+ */
+export function fetchedPartitions(response: FetchResponse, requested: RequestedOffsets): FetchedPartitions {
+  const fetched: FetchedPartition[] = [];
+  const failed: FailedPartition[] = [];
   for (const { topicName, partitions } of response.responses) {
     for (const data of partitions) {
-      if ("fetched" in data) {
-        if (data.fetched !== undefined) result.push(data.fetched);
-        continue;
-      }
       const fetchOffset = requested.get(partitionKey(topicName, data.partition));
-      if (fetchOffset !== undefined) result.push(fromKafkajs(topicName, data, fetchOffset));
+      if (fetchOffset === undefined) continue;
+      if (data.errorCode !== 0) {
+        if ("fetched" in data) data.fetched?.records.release();
+        failed.push({ topic: topicName, partition: data.partition, errorCode: data.errorCode });
+      } else if ("fetched" in data) {
+        if (data.fetched !== undefined) fetched.push(data.fetched);
+      } else {
+        fetched.push(fromKafkajs(topicName, data, fetchOffset));
+      }
     }
   }
-  return result;
+  return { fetched, failed };
 }
 
 /** A partition as kafkajs's decoders of Fetch versions before 11 return it. */

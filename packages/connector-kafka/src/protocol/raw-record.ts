@@ -27,9 +27,24 @@ export interface RawRecord {
   valueStart: number;
   /** -1 for a null value. */
   valueLength: number;
-  /** `NO_HEADERS` (record-columns.ts) (shared, frozen) when the record has none. */
-  headers: Record<string, Buffer | null | Array<Buffer | null> | undefined>;
+  /**
+   * `NO_HEADERS` (record-columns.ts) (shared, frozen) when the record has none. A repeated name's
+   * values are an array; the order across names is kept under {@link HEADER_LIST}.
+   */
+  headers: RawHeaders;
 }
+
+/**
+ * The key under which a record's raw headers (non-enumerable) keep every header in the record's
+ * order, `[name, value]` — names repeated and interleaved as they come, which the name map alone
+ * cannot say.
+ */
+export const HEADER_LIST: unique symbol = Symbol("onceflow.kafka.headerList");
+
+/** A record's headers by name, with their order under {@link HEADER_LIST} when the decoder read them. */
+export type RawHeaders = Record<string, Buffer | null | Array<Buffer | null> | undefined> & {
+  readonly [HEADER_LIST]?: ReadonlyArray<readonly [string, Buffer | null]>;
+};
 
 /** A {@link RawRecord} with its key and value as Buffers (or `null`), as kafkajs's decoders give them. */
 export interface RawRecordViews {

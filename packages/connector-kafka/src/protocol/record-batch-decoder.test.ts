@@ -7,11 +7,14 @@ import { crc32c } from "./crc32c.js";
 import { type DecodedMessage, recordsFromKafkajs } from "./fetch-response.js";
 import {
   decodeRecordSet,
+  HEADER_LIST,
   NO_HEADERS,
   offsetAfter,
+  type RawHeaders,
   type RawRecord,
   rawOffset,
   rawRecordOf,
+  recordsOfBatch,
   viewsOf,
 } from "./record-batch-decoder.js";
 import { encodeRecordBatch } from "./record-batch-encoder.js";
@@ -595,5 +598,28 @@ describe("decodeRecordSet", () => {
     expect((error as Error).message).toMatch(/CRC-32C.*t\[3\]|t\[3\].*CRC-32C/);
     // The reader fails on it instead of fetching the same damaged bytes again forever.
     expect((error as { retriable?: unknown }).retriable).toBe(false);
+  });
+});
+
+describe("header order", () => {
+  it("keeps every header in the record's order (names interleaved, repeated, null values) beside the name map", () => {
+    const producer = { producerId: 1n, producerEpoch: 0, baseSequence: 0, transactional: false };
+    const inOrder: Array<readonly [string, string | null]> = [
+      ["rep", "1"],
+      ["other", "x"],
+      ["rep", null],
+      ["rep", "3"],
+    ];
+    const batch = encodeRecordBatch([{ value: "v", headers: inOrder }], 1_700_000_000_000, producer);
+    const [record] = recordsOfBatch(batch);
+    const headers = record?.headers as RawHeaders;
+    expect(headers[HEADER_LIST]?.map(([name, value]) => [name, value?.toString() ?? null])).toEqual(inOrder);
+    expect((headers.rep as Array<Buffer | null>).map((value) => value?.toString() ?? null)).toEqual([
+      "1",
+      null,
+      "3",
+    ]);
+    // Not an enumerable property: the name map reads as before.
+    expect(Object.keys(headers)).toEqual(["rep", "other"]);
   });
 });

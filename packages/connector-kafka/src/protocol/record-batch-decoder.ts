@@ -17,7 +17,13 @@ import { OnceflowError } from "@onceflow/core";
 import { decodeLegacyMessageSet } from "../internal/kafkajs/legacy-message-set.js";
 import { decompressRecords } from "./compression/record-batch-compression.js";
 import { crc32c } from "./crc32c.js";
-import type { RawOffset, RawRecord, RawRecordViews } from "./raw-record.js";
+import {
+  HEADER_LIST,
+  type RawHeaders,
+  type RawOffset,
+  type RawRecord,
+  type RawRecordViews,
+} from "./raw-record.js";
 import {
   ATTRIBUTES_OFFSET,
   BASE_OFFSET_OFFSET,
@@ -67,7 +73,13 @@ export interface DecodedRecordSet {
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TWO_POW_32 = 4294967296;
 
-export type { RawOffset, RawRecord, RawRecordViews } from "./raw-record.js";
+export {
+  HEADER_LIST,
+  type RawHeaders,
+  type RawOffset,
+  type RawRecord,
+  type RawRecordViews,
+} from "./raw-record.js";
 export { NO_HEADERS, RecordColumns } from "./record-columns.js";
 
 const EMPTY = Buffer.alloc(0);
@@ -394,11 +406,12 @@ function decodeRecords(
 
 /**
  * A record's headers as own properties, a repeated name collecting its values into an array in
- * order. A header named like an `Object.prototype` member (`valueOf`, `__proto__` …) is an own
- * property like any other.
+ * order, and every header in the record's order under {@link HEADER_LIST}. A header named like an
+ * `Object.prototype` member (`valueOf`, `__proto__` …) is an own property like any other.
  */
-function readHeaders(data: Buffer, count: number): Record<string, Buffer | null | Array<Buffer | null>> {
+function readHeaders(data: Buffer, count: number): RawHeaders {
   const headers: Record<string, Buffer | null | Array<Buffer | null>> = {};
+  const list: Array<readonly [string, Buffer | null]> = [];
   for (let h = 0; h < count; h++) {
     const nameLength = readVarint(data);
     // kafkajs named a null header name "null"; Kafka's clients never send one.
@@ -410,6 +423,7 @@ function readHeaders(data: Buffer, count: number): Record<string, Buffer | null 
       value = data.subarray(at, at + valueLength);
       at += valueLength;
     }
+    list.push([name, value]);
     if (!Object.hasOwn(headers, name)) {
       if (name === "__proto__") Object.defineProperty(headers, name, ownValue(value));
       else headers[name] = value;
@@ -420,6 +434,7 @@ function readHeaders(data: Buffer, count: number): Record<string, Buffer | null 
     else if (name === "__proto__") Object.defineProperty(headers, name, ownValue([seen, value]));
     else headers[name] = [seen, value];
   }
+  Object.defineProperty(headers, HEADER_LIST, { value: list });
   return headers;
 }
 

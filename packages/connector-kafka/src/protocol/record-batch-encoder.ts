@@ -25,11 +25,21 @@ import {
   TRANSACTIONAL_FLAG,
 } from "./record-batch-layout.js";
 
+/**
+ * A record's headers as the sink hands them over: a map (kafkajs's `IHeaders`; an array value is
+ * the name repeated, in a row) or the headers in order as
+ * `[name, value]` pairs, names repeated and interleaved as they come. A `null` (in the map also
+ * `undefined`) value is Kafka's null header value.
+ */
+export type HeadersToWrite =
+  | Readonly<Record<string, Buffer | string | null | ReadonlyArray<Buffer | string | null> | undefined>>
+  | ReadonlyArray<readonly [string, Buffer | string | null]>;
+
 /** A record as the sink hands it over: kafkajs's `Message` fits. */
 export interface BatchRecord {
   readonly key?: Buffer | string | null;
   readonly value: Buffer | string | null;
-  readonly headers?: Readonly<Record<string, Buffer | string | ReadonlyArray<Buffer | string> | undefined>>;
+  readonly headers?: HeadersToWrite;
   /** Milliseconds since the epoch (kafkajs passes a string); absent: the time of writing. */
   readonly timestamp?: string | number;
 }
@@ -116,18 +126,25 @@ export class RecordBatchBuilder {
     o = writeVarint(buffer, o, headerCount);
     const headers = record.headers;
     if (headers !== undefined && headerCount > 0) {
-      for (const name of Object.keys(headers)) {
-        const item = headers[name];
-        const nameBytes = Buffer.byteLength(name);
-        if (Array.isArray(item)) {
-          for (const each of item as ReadonlyArray<Buffer | string>) {
+      if (isHeaderList(headers)) {
+        for (const [name, each] of headers) {
+          o = writeBytes(buffer, o, name, Buffer.byteLength(name));
+          o = writeBytes(buffer, o, each, byteLengthOf(each));
+        }
+      } else {
+        for (const name of Object.keys(headers)) {
+          const item = headers[name];
+          const nameBytes = Buffer.byteLength(name);
+          if (Array.isArray(item)) {
+            for (const each of item as ReadonlyArray<Buffer | string | null>) {
+              o = writeBytes(buffer, o, name, nameBytes);
+              o = writeBytes(buffer, o, each, byteLengthOf(each));
+            }
+          } else {
+            const each = (item ?? null) as Buffer | string | null;
             o = writeBytes(buffer, o, name, nameBytes);
             o = writeBytes(buffer, o, each, byteLengthOf(each));
           }
-        } else {
-          const each = (item ?? null) as Buffer | string | null;
-          o = writeBytes(buffer, o, name, nameBytes);
-          o = writeBytes(buffer, o, each, byteLengthOf(each));
         }
       }
     }
@@ -201,17 +218,24 @@ function measureBody(record: BatchRecord, offsetDelta: number, zigzagTimestampDe
   let headerBytes = 0;
   const headers = record.headers;
   if (headers !== undefined) {
-    for (const name of Object.keys(headers)) {
-      const item = headers[name];
-      const nameBytes = Buffer.byteLength(name);
-      if (Array.isArray(item)) {
-        for (const each of item as ReadonlyArray<Buffer | string>) {
-          headerBytes += headerSize(nameBytes, byteLengthOf(each));
+    if (isHeaderList(headers)) {
+      for (const [name, each] of headers) {
+        headerBytes += headerSize(Buffer.byteLength(name), byteLengthOf(each));
+        headerCount++;
+      }
+    } else {
+      for (const name of Object.keys(headers)) {
+        const item = headers[name];
+        const nameBytes = Buffer.byteLength(name);
+        if (Array.isArray(item)) {
+          for (const each of item as ReadonlyArray<Buffer | string | null>) {
+            headerBytes += headerSize(nameBytes, byteLengthOf(each));
+            headerCount++;
+          }
+        } else {
+          headerBytes += headerSize(nameBytes, byteLengthOf((item ?? null) as Buffer | string | null));
           headerCount++;
         }
-      } else {
-        headerBytes += headerSize(nameBytes, byteLengthOf((item ?? null) as Buffer | string | null));
-        headerCount++;
       }
     }
   }
@@ -229,6 +253,13 @@ function measureBody(record: BatchRecord, offsetDelta: number, zigzagTimestampDe
     varintSize(headerCount) +
     headerBytes
   );
+}
+
+/** Whether `headers` is the ordered `[name, value]` form. */
+export function isHeaderList(
+  headers: HeadersToWrite,
+): headers is ReadonlyArray<readonly [string, Buffer | string | null]> {
+  return Array.isArray(headers);
 }
 
 function headerSize(nameBytes: number, valueBytes: number): number {

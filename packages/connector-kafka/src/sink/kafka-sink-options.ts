@@ -1,6 +1,7 @@
 import type { CommitRetryOptions } from "@onceflow/core";
 import type { Kafka } from "kafkajs";
 import type { CompressionType } from "../protocol/compression/compression-codec.js";
+import type { KafkaProducerSettings } from "./producer-settings.js";
 import type { Serializer } from "./serializer.js";
 
 /**
@@ -19,6 +20,21 @@ import type { Serializer } from "./serializer.js";
 export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
 
 /**
+ * The headers a {@link KafkaSink} writes for a record: by name (a repeated name as an array of its
+ * values, in a row) or, to keep any order and repetition, as `[name, value]` pairs in order — a
+ * source record's `headerList` as it is. A `null` value is Kafka's null header value.
+ *
+ * @example
+ * ```ts
+ * const byName: KafkaSinkHeaders = { "trace-id": "4bf92f35", tag: ["a", "b"], empty: null };
+ * const inOrder: KafkaSinkHeaders = [["rep", "1"], ["other", null], ["rep", "2"]];
+ * ```
+ */
+export type KafkaSinkHeaders =
+  | Readonly<Record<string, string | Buffer | null | ReadonlyArray<string | Buffer | null>>>
+  | ReadonlyArray<readonly [name: string, value: string | Buffer | null]>;
+
+/**
  * What a custom partitioner is given.
  *
  * @example
@@ -34,7 +50,8 @@ export interface PartitionerInput {
 }
 
 /**
- * The options of a {@link KafkaSink}.
+ * The options of a {@link KafkaSink}, with the Java producer's settings it offers
+ * ({@link KafkaProducerSettings}: `batchSize`, `maxRequestSize`, `deliveryTimeoutMs` …).
  *
  * @example
  * ```ts
@@ -44,7 +61,7 @@ export interface PartitionerInput {
  * };
  * ```
  */
-export interface KafkaSinkOptions<IN> {
+export interface KafkaSinkOptions<IN> extends KafkaProducerSettings {
   /** Bootstrap brokers. Give either `brokers` or `kafka`. */
   readonly brokers?: readonly string[];
   /** A kafkajs client of your own (TLS, SASL, retry settings are taken from it). */
@@ -57,8 +74,11 @@ export interface KafkaSinkOptions<IN> {
   readonly key?: Serializer<IN>;
   /** Value serializer (default: strings and Buffers as they are, anything else as JSON). */
   readonly value?: Serializer<IN>;
-  /** Headers per record. */
-  readonly headers?: (value: IN) => Record<string, string | Buffer>;
+  /**
+   * Headers per record: by name, or in order as `[name, value]` pairs (names may repeat, values may
+   * be `null`); `(record) => record.headerList` passes a source record's headers on unchanged.
+   */
+  readonly headers?: (value: IN) => KafkaSinkHeaders;
   /** The record timestamp (default: the time of sending, Kafka's CreateTime). */
   readonly timestamp?: (value: IN) => number;
   /** Chooses a partition (default: murmur2 of the key as the Java client does, round-robin without key). */

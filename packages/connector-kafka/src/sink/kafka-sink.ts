@@ -7,16 +7,18 @@ import {
   type SinkContext,
   TwoPhaseCommitSink,
 } from "@onceflow/core";
-import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import type { ICustomPartitioner, Kafka } from "kafkajs";
 import { recordRejection } from "../errors/kafka-record-rejected-error.js";
 import { lazyKafkaClientOf, requirePositiveInteger, validateClientOptions } from "../internal/client.js";
 import {
+  clientRetryOf,
   type IdempotentProducerHandle,
   KafkaConnection,
   kafkaErrorType,
   type OpenTransaction,
 } from "../internal/kafkajs/internals.js";
 import { kafkajs } from "../internal/kafkajs/kafkajs-loader.js";
+import type { ProducerMessage } from "../producer/producer-message.js";
 import { COMPRESSION_TYPES, CodecUnavailableError, loadCodec } from "../protocol/compression/codecs.js";
 import type { CompressionType } from "../protocol/compression/compression-codec.js";
 import {
@@ -24,10 +26,11 @@ import {
   fencedRecoveryError,
   fencedWriteError,
 } from "./fenced-transaction-errors.js";
-import type { DeliveryGuarantee, KafkaSinkOptions } from "./kafka-sink-options.js";
+import type { DeliveryGuarantee, KafkaSinkHeaders, KafkaSinkOptions } from "./kafka-sink-options.js";
 import type { KafkaTransaction } from "./kafka-transaction.js";
 import { findLingeringTransactionalIds, newestIncarnationOf } from "./lingering-transactions.js";
 import { checkPrefixClaims, claimPrefix, prefixClaimId, releasePrefixClaim } from "./prefix-claims.js";
+import { type ProducerStartSettings, producerStartSettings } from "./producer-settings.js";
 import { defaultValueSerializer, type Serializer } from "./serializer.js";
 import { checkTransactionTimeout } from "./transaction-timeout-check.js";
 import { TransactionalIdPool } from "./transactional-id-pool.js";
@@ -91,12 +94,13 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
   private readonly poolSize: number;
   private readonly lingerMs: number;
   private readonly compression: CompressionType;
+  private readonly producerSettings: ProducerStartSettings;
   private readonly timeoutMs: number;
   private readonly checkpointIntervalHint: number | undefined;
   private readonly topicOf: (value: IN) => string;
   private readonly keySerializer: Serializer<IN> | undefined;
   private readonly valueSerializer: Serializer<IN>;
-  private readonly headersOf: ((value: IN) => Record<string, string | Buffer>) | undefined;
+  private readonly headersOf: ((value: IN) => KafkaSinkHeaders) | undefined;
   private readonly timestampOf: ((value: IN) => number) | undefined;
   private readonly partitioner: ICustomPartitioner;
 
@@ -171,6 +175,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     this.lingerMs =
       options.lingerMs ??
       (guarantee === "exactly-once" ? DEFAULT_LINGER_MS : DEFAULT_LINGER_MS_OUTSIDE_TRANSACTIONS);
+    this.producerSettings = producerStartSettings(
+      options,
+      this.lingerMs,
+      options.kafka === undefined ? undefined : clientRetryOf(options.kafka),
+    );
     this.timeoutMs = timeout;
     this.checkpointIntervalHint = options.checkpointInterval;
     const topic = options.topic;
@@ -488,6 +497,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
           compression: this.compression,
+          settings: this.producerSettings,
           mapFailure: (error, records) =>
             recordRejection(error, this.name, records) ??
             fencedWriteError(error, transaction, this.fencedContext(transaction), this.lastCheckpointId + 1),
@@ -528,6 +538,7 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
           partitioner: this.partitioner,
           lingerMs: this.lingerMs,
           compression: this.compression,
+          settings: this.producerSettings,
           mapFailure: (error, records) => recordRejection(error, this.name, records) ?? error,
         }),
       );
@@ -540,11 +551,11 @@ export class KafkaSink<IN> extends TwoPhaseCommitSink<IN, KafkaTransaction> {
     return this.producer;
   }
 
-  private toTopicMessages(values: readonly IN[]): Array<{ topic: string; messages: Message[] }> {
-    const byTopic = new Map<string, Message[]>();
+  private toTopicMessages(values: readonly IN[]): Array<{ topic: string; messages: ProducerMessage[] }> {
+    const byTopic = new Map<string, ProducerMessage[]>();
     for (const value of values) {
       const topic = this.topicOf(value);
-      const message: Message = {
+      const message: { -readonly [P in keyof ProducerMessage]: ProducerMessage[P] } = {
         key: this.keySerializer?.serialize(value) ?? null,
         value: this.valueSerializer.serialize(value),
       };

@@ -1,6 +1,16 @@
 /**
+ * One header of a Kafka record: its name and its value, `null` for a header sent without a value.
+ *
+ * @example
+ * ```ts
+ * const header: KafkaHeader = ["trace-id", "4bf92f35"];
+ * ```
+ */
+export type KafkaHeader<H = string> = readonly [name: string, value: H | null];
+
+/**
  * One record read by a {@link KafkaSource}: its coordinates, the Kafka timestamp and the deserialized
- * key, value and headers. `key` and `value` are `null` when the record has none (a tombstone).
+ * key, value and headers (by name in `headers`, in order in `headerList`). `key` and `value` are `null` when the record has none (a tombstone).
  *
  * @example
  * ```ts
@@ -21,4 +31,11 @@ export interface KafkaRecord<K = string, V = string, H = string> {
    * (Kafka allows a null header value) is `null`, never passed to the headers deserializer.
    */
   readonly headers: Readonly<Record<string, H | null | Array<H | null>>>;
+  /**
+   * Every header in the record's order, as Kafka keeps them (the Java client's `Headers`): a name
+   * repeated as often as it occurs, interleaved with others as written, a value-less header `null`.
+   * Hand it to a `KafkaSink`'s `headers` to write the headers on unchanged (with
+   * `Deserializers.buffer()` for the bytes as they are).
+   */
+  readonly headerList: ReadonlyArray<KafkaHeader<H>>;
 }

@@ -1,5 +1,6 @@
 import type { Kafka } from "kafkajs";
 import type { Deserializer } from "./deserializer.js";
+import type { MissingPartitionPolicy } from "./missing-partitions.js";
 
 /**
  * One partition's offset, for specific start or stop positions.
@@ -144,4 +145,9 @@ export interface KafkaSourceOptions<K = string, V = string, H = string> {
   readonly fetchMaxWaitMs?: number;
   /** Most bytes per partition per Fetch (default 1 MiB, `max.partition.fetch.bytes`). */
   readonly maxBytesPerPartition?: number;
+  /**
+   * What a reader does with a partition whose topic was deleted: `"wait"` for it (default, as the
+   * Java consumer) or `"drop"` it. The other partitions are read on either way.
+   */
+  readonly onMissingPartition?: MissingPartitionPolicy;
 }

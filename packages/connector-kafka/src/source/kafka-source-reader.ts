@@ -5,6 +5,7 @@ import type { Deserializer } from "./deserializer.js";
 import type { KafkaPartitionSplit } from "./kafka-partition-split.js";
 import type { KafkaRecord } from "./kafka-record.js";
 import type { DeserializationErrorPolicy, StartingOffsets, StoppingOffsets } from "./kafka-source-options.js";
+import { type MissingPartitionPolicy, MissingPartitions } from "./missing-partitions.js";
 import { OffsetsResolver, offsetKey } from "./offsets-resolver.js";
 import { PartitionLag } from "./partition-lag.js";
 import type { PartitionState } from "./partition-state.js";
@@ -29,6 +30,7 @@ export interface KafkaSourceReaderConfig<K, V, H> {
   readonly maxBatchSize: number;
   readonly fetchMaxWaitMs: number;
   readonly maxBytesPerPartition: number;
+  readonly onMissingPartition: MissingPartitionPolicy;
 }
 
 /**
@@ -91,6 +93,7 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
       this.lag,
       this.logger,
       this.partitions,
+      new MissingPartitions(config.onMissingPartition, context, this.logger),
       {
         isClosed: () => this.closed,
         hasFailed: () => this.failure !== undefined,
@@ -99,6 +102,10 @@ export class KafkaSourceReader<K, V, H> implements SourceReader<KafkaRecord<K, V
           this.wake();
         },
         wake: () => this.wake(),
+        drop: (state) => {
+          this.partitions.delete(state.split.splitId);
+          this.wake();
+        },
       },
     );
     // When the runtime says checkpointing is on, auto-commit never starts (Flink ignores

@@ -75,6 +75,13 @@ export class KafkaSource<K = string, V = string, H = string>
     requirePositiveInteger("maxBatchSize", options.maxBatchSize);
     requirePositiveInteger("fetchMaxWaitMs", options.fetchMaxWaitMs);
     requirePositiveInteger("maxBytesPerPartition", options.maxBytesPerPartition);
+    const onMissingPartition = options.onMissingPartition ?? "wait";
+    if (onMissingPartition !== "wait" && onMissingPartition !== "drop") {
+      throw new ConfigurationError(
+        "onMissingPartition",
+        `must be "wait" (keep the partition and read it again if its topic comes back) or "drop", got ${String(onMissingPartition)}`,
+      );
+    }
     const discovery = options.partitionDiscoveryIntervalMs ?? DEFAULT_DISCOVERY_INTERVAL_MS;
     if (!Number.isInteger(discovery) || discovery < 0) {
       throw new ConfigurationError(
@@ -103,6 +110,7 @@ export class KafkaSource<K = string, V = string, H = string>
       maxBatchSize: options.maxBatchSize ?? 1000,
       fetchMaxWaitMs: options.fetchMaxWaitMs ?? 500,
       maxBytesPerPartition: options.maxBytesPerPartition ?? 1024 * 1024,
+      onMissingPartition,
     };
   }
 

@@ -27,6 +27,10 @@ export interface PartitionState {
   readonly stoppingOffset: bigint | undefined;
   readonly chunks: Chunk[];
   inFlight: boolean;
+  /** Left out of Fetch requests until then (ms since the epoch), after a failure of its own. */
+  retryAt?: number;
+  /** The backoff of its last failure; cleared by records fetched. */
+  retryDelay?: number;
   /** Given to deserializers that never read it (the built-in ones); its offset is not set. */
   readonly context: DeserializationContext;
 }

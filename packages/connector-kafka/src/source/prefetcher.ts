@@ -1,15 +1,17 @@
 // The fetch scheduling of a `KafkaSourceReader`: one Fetch in flight per leader broker while the
 // prefetch buffer (bounded by `maxPrefetchBytes`) has room, the fetched chunks appended to each
-// partition's buffer, and recovery from failed fetches (offset out of range, retries with backoff).
+// partition's buffer, and recovery from failed fetches, per partition (offset out of range, not the
+// leader, deleted topic) or whole (broker unreachable), retried with backoff.
 import type { Logger } from "@onceflow/core";
 import {
   type FetchedPartition,
   type KafkaConnection,
-  offsetOutOfRange,
+  type KafkaProtocolError,
   RecordColumns,
 } from "../internal/kafkajs/internals.js";
 import { splitIdOf } from "./kafka-partition-split.js";
 import type { OffsetResetStrategy, StartingOffsets } from "./kafka-source-options.js";
+import type { MissingPartitions } from "./missing-partitions.js";
 import { type OffsetsResolver, offsetKey } from "./offsets-resolver.js";
 import type { PartitionLag } from "./partition-lag.js";
 import type { PartitionState } from "./partition-state.js";
@@ -33,6 +35,8 @@ export interface PrefetcherHost {
   fail(error: unknown): void;
   /** Wakes the reader: the fetch loop, and the callers waiting for data. */
   wake(): void;
+  /** Forgets a partition whose topic was deleted (policy `"drop"`). */
+  drop(state: PartitionState): void;
 }
 
 const RETRY_MIN_MS = 100;
@@ -43,6 +47,8 @@ export class Prefetcher {
   private bufferedBytes = 0;
   private wakeLoop: (() => void) | undefined;
   private readonly inFlightLeaders = new Set<number>();
+  /** Set by a failure that stale metadata may explain: the next lookup reloads it. */
+  private refreshMetadata = false;
 
   constructor(
     private readonly config: PrefetcherConfig,
@@ -51,6 +57,7 @@ export class Prefetcher {
     private readonly lag: PartitionLag,
     private readonly logger: Logger,
     private readonly partitions: ReadonlyMap<string, PartitionState>,
+    private readonly missing: MissingPartitions,
     private readonly host: PrefetcherHost,
   ) {}
 
@@ -68,12 +75,15 @@ export class Prefetcher {
 
   /** Keeps one Fetch in flight per leader broker while the buffer has room. */
   async fetchLoop(): Promise<void> {
-    let refreshMetadata = false;
     let retryDelay = RETRY_MIN_MS;
     const running = new Set<Promise<void>>();
     while (!this.host.isClosed() && !this.host.hasFailed()) {
+      const now = Date.now();
       const wanted = [...this.partitions.values()].filter(
-        (s) => !s.inFlight && (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
+        (s) =>
+          !s.inFlight &&
+          (s.retryAt === undefined || s.retryAt <= now) &&
+          (s.stoppingOffset === undefined || s.fetchOffset < s.stoppingOffset),
       );
       const woken = new Promise<void>((resolve) => {
         this.wakeLoop = resolve;
@@ -82,30 +92,25 @@ export class Prefetcher {
         try {
           const leaderOf = await this.connection.leaders(
             [...new Set(wanted.map((s) => s.topic))],
-            refreshMetadata,
+            this.refreshMetadata,
           );
-          refreshMetadata = false;
+          this.refreshMetadata = false;
           const byLeader = new Map<number, PartitionState[]>();
-          let placed = 0;
-          for (const [topic, states] of groupBy(wanted, (s) => s.topic)) {
-            for (const [leader, partitions] of leaderOf(
-              topic,
-              states.map((s) => s.partition),
-            )) {
-              if (leader < 0) continue;
-              const list = byLeader.get(leader) ?? [];
-              for (const s of states) {
-                if (!partitions.includes(s.partition)) continue;
-                list.push(s);
-                placed++;
-              }
-              byLeader.set(leader, list);
+          for (const s of wanted) {
+            const leader = leaderOf(s.topic, s.partition);
+            if (leader === undefined) {
+              this.onMissing(s, now);
+              continue;
             }
-          }
-          if (placed < wanted.length) {
-            // A partition without a known leader (new partition, leader election): look again soon.
-            refreshMetadata = true;
-            setTimeout(() => this.host.wake(), RETRY_MAX_MS / 10).unref();
+            this.missing.found(s);
+            if (leader < 0) {
+              // No leader yet (an election, a new partition): look again soon.
+              this.retryLater(s, now);
+              continue;
+            }
+            const list = byLeader.get(leader) ?? [];
+            list.push(s);
+            byLeader.set(leader, list);
           }
           for (const [leader, states] of byLeader) {
             if (this.inFlightLeaders.has(leader)) continue;
@@ -116,8 +121,8 @@ export class Prefetcher {
                 retryDelay = RETRY_MIN_MS;
               })
               .catch(async (error: unknown) => {
-                if (!(await this.recoverFromFetchError(error))) return;
-                refreshMetadata = true;
+                if (!this.recoverFromFetchError(error)) return;
+                this.refreshMetadata = true;
                 await sleep(retryDelay);
                 retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
               })
@@ -130,8 +135,8 @@ export class Prefetcher {
             running.add(request);
           }
         } catch (error) {
-          if (!(await this.recoverFromFetchError(error))) break;
-          refreshMetadata = true;
+          if (!this.recoverFromFetchError(error)) break;
+          this.refreshMetadata = true;
           await sleep(retryDelay);
           retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
           continue;
@@ -143,14 +148,18 @@ export class Prefetcher {
   }
 
   private async fetchFrom(leader: number, states: PartitionState[]): Promise<void> {
-    const results = await this.connection.fetch(leader, {
+    const { fetched, failed } = await this.connection.fetch(leader, {
       readCommitted: this.config.readCommitted,
       maxWaitTime: this.config.fetchMaxWaitMs,
       maxBytes: Math.max(this.config.maxPrefetchBytes - this.bufferedBytes, this.config.maxBytesPerPartition),
       maxBytesPerPartition: this.config.maxBytesPerPartition,
       partitions: states.map((s) => ({ topic: s.topic, partition: s.partition, fetchOffset: s.fetchOffset })),
     });
-    for (const result of results) this.append(result);
+    for (const result of fetched) this.append(result);
+    for (const { topic, partition, error } of failed) {
+      const state = this.partitions.get(splitIdOf(topic, partition));
+      if (state !== undefined) await this.recoverPartition(state, error);
+    }
   }
 
   private append(result: FetchedPartition): void {
@@ -171,36 +180,75 @@ export class Prefetcher {
     const bytes = result.records.payloadBytes + 64 * result.records.length;
     state.chunks.push({ records: result.records, index: 0, nextOffset: result.nextOffset, bytes });
     state.fetchOffset = result.nextOffset;
+    state.retryDelay = undefined;
     this.bufferedBytes += bytes;
   }
 
-  /** Handles a failed Fetch; returns false when the reader must fail. */
-  private async recoverFromFetchError(error: unknown): Promise<boolean> {
-    if (this.host.isClosed()) return false;
-    const outOfRange = offsetOutOfRange(error);
-    if (outOfRange !== undefined) {
-      const state = this.partitions.get(splitIdOf(outOfRange.topic, outOfRange.partition));
-      if (state !== undefined) {
-        const strategy = this.outOfRangeStrategy();
-        const offsets = await this.resolver.reset([state], strategy).catch(() => new Map<string, bigint>());
-        const offset = offsets.get(offsetKey(state.topic, state.partition));
-        if (offset !== undefined) {
-          this.logger.warn(
-            {
-              topic: state.topic,
-              partition: state.partition,
-              from: String(state.fetchOffset),
-              to: String(offset),
-            },
-            `offset out of range (deleted by retention?): resetting to ${strategy}`,
-          );
-          // An empty chunk moves the handed-out position too, in order, after what is buffered.
-          state.chunks.push({ records: RecordColumns.acquire(), index: 0, nextOffset: offset, bytes: 0 });
-          state.fetchOffset = offset;
-        }
-      }
-      return true;
+  /** Handles a partition's error in a Fetch response: the other partitions are not held back. */
+  private async recoverPartition(state: PartitionState, error: KafkaProtocolError): Promise<void> {
+    if (error.type === "OFFSET_OUT_OF_RANGE") {
+      await this.resetOutOfRange(state);
+      return;
     }
+    if (!error.retriable) {
+      this.host.fail(
+        Object.assign(
+          new Error(`Fetch from ${state.topic} partition ${state.partition} failed: ${error.message}`, {
+            cause: error,
+          }),
+          { type: error.type, retriable: false },
+        ),
+      );
+      return;
+    }
+    // Not the leader, deleted topic (UNKNOWN_TOPIC_OR_PARTITION) …: the metadata says which.
+    this.logger.debug(
+      { topic: state.topic, partition: state.partition, error: error.type },
+      "kafka fetch of a partition failed, retrying",
+    );
+    this.refreshMetadata = true;
+    this.retryLater(state, Date.now());
+  }
+
+  private async resetOutOfRange(state: PartitionState): Promise<void> {
+    const strategy = this.outOfRangeStrategy();
+    const offsets = await this.resolver.reset([state], strategy).catch(() => new Map<string, bigint>());
+    const offset = offsets.get(offsetKey(state.topic, state.partition));
+    if (offset === undefined) {
+      this.retryLater(state, Date.now());
+      return;
+    }
+    this.logger.warn(
+      { topic: state.topic, partition: state.partition, from: String(state.fetchOffset), to: String(offset) },
+      `offset out of range (deleted by retention?): resetting to ${strategy}`,
+    );
+    // An empty chunk moves the handed-out position too, in order, after what is buffered.
+    state.chunks.push({ records: RecordColumns.acquire(), index: 0, nextOffset: offset, bytes: 0 });
+    state.fetchOffset = offset;
+  }
+
+  /** A partition the cluster's metadata does not have: waited for, or dropped, per the policy. */
+  private onMissing(state: PartitionState, now: number): void {
+    if (this.missing.missing(state, now)) {
+      this.missing.drop(state);
+      this.host.drop(state);
+      return;
+    }
+    this.refreshMetadata = true;
+    this.retryLater(state, now);
+  }
+
+  /** Leaves `state` out of the Fetch requests for a while (doubling up to 5 s), then wakes the loop. */
+  private retryLater(state: PartitionState, now: number): void {
+    const delay = Math.min((state.retryDelay ?? RETRY_MIN_MS / 2) * 2, RETRY_MAX_MS);
+    state.retryDelay = delay;
+    state.retryAt = now + delay;
+    setTimeout(() => this.host.wake(), delay).unref();
+  }
+
+  /** Handles a failed Fetch or metadata lookup (the whole request); returns false when the reader must fail. */
+  private recoverFromFetchError(error: unknown): boolean {
+    if (this.host.isClosed()) return false;
     const retriable = (error as { retriable?: unknown })?.retriable;
     if (retriable === false) {
       this.host.fail(error);
@@ -217,17 +265,6 @@ export class Prefetcher {
     if (typeof start === "object" && "specific" in start) return start.reset ?? "earliest";
     return "earliest";
   }
-}
-
-function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const list = groups.get(key) ?? [];
-    list.push(item);
-    groups.set(key, list);
-  }
-  return groups;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -142,6 +142,7 @@ describe("RecordDecoder", () => {
       key: "k-1",
       value: "hello é",
       headers: {},
+      headerList: [],
     });
     const json = decoderOf({ key: Deserializers.json<number>(), value: Deserializers.json<{ n: number }>() });
     const record = decoded(json.decoder.deserialize(state, fetched("7", '{"n":1}')));

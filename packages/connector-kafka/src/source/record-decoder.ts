@@ -10,7 +10,7 @@ import {
   type SourceReaderContext,
 } from "@onceflow/core";
 import type { Kafka, Producer } from "kafkajs";
-import { NO_HEADERS, type RawRecord, viewsOf } from "../internal/kafkajs/internals.js";
+import { HEADER_LIST, NO_HEADERS, type RawRecord, viewsOf } from "../internal/kafkajs/internals.js";
 import {
   type DeserializationContext,
   type Deserializer,
@@ -18,7 +18,7 @@ import {
   rangeDeserializerOf,
 } from "./deserializer.js";
 import { splitIdOf } from "./kafka-partition-split.js";
-import type { KafkaRecord } from "./kafka-record.js";
+import type { KafkaHeader, KafkaRecord } from "./kafka-record.js";
 import type { DeserializationErrorPolicy } from "./kafka-source-options.js";
 import type { PartitionState } from "./partition-state.js";
 
@@ -33,6 +33,7 @@ export interface RecordDecoderConfig<K, V, H> {
 
 /** The headers of every record without headers: frozen, so no consumer can change another's. */
 const NO_RECORD_HEADERS: Readonly<Record<string, never>> = Object.freeze({});
+const NO_HEADER_LIST: readonly never[] = Object.freeze([]);
 
 /** Deserializes the key or value at `data[start, end)`. */
 type ReadBytes<T> = (data: Buffer, start: number, end: number, context: DeserializationContext) => T;
@@ -106,8 +107,10 @@ export class RecordDecoder<K, V, H> {
       : state.context;
     try {
       // Headers first, then key, then value: the first to throw is the record's error.
-      const headers =
-        raw.headers === NO_HEADERS ? NO_RECORD_HEADERS : this.deserializeHeaders(raw.headers, context);
+      const { headers, headerList } =
+        raw.headers === NO_HEADERS
+          ? { headers: NO_RECORD_HEADERS, headerList: NO_HEADER_LIST }
+          : this.deserializeHeaders(raw.headers, context);
       const { data, keyStart, keyLength, valueStart, valueLength } = raw;
       return {
         topic: state.topic,
@@ -117,6 +120,7 @@ export class RecordDecoder<K, V, H> {
         key: keyLength < 0 ? null : this.readKey(data, keyStart, keyStart + keyLength, context),
         value: valueLength < 0 ? null : this.readValue(data, valueStart, valueStart + valueLength, context),
         headers,
+        headerList,
       };
     } catch (error) {
       return new Undeserializable(
@@ -126,30 +130,38 @@ export class RecordDecoder<K, V, H> {
     }
   }
 
-  /** Deserializes `raw` headers (a throw is the record's deserialization error). */
+  /**
+   * Deserializes `raw` headers, each value once, into the name map and the ordered list (a throw is
+   * the record's deserialization error).
+   */
   private deserializeHeaders(
     raw: RawRecord["headers"],
     context: DeserializationContext,
-  ): Record<string, H | null | Array<H | null>> {
+  ): { headers: Record<string, H | null | Array<H | null>>; headerList: Array<KafkaHeader<H>> } {
     const headers: Record<string, H | null | Array<H | null>> = {};
+    const headerList: Array<KafkaHeader<H>> = [];
     const header = (bytes: Buffer | null): H | null =>
       bytes === null ? null : this.config.headers.deserialize(bytes, context);
-    for (const [name, value] of Object.entries(raw)) {
-      if (value === undefined) continue;
-      const decoded = Array.isArray(value) ? value.map(header) : header(value);
-      // An assignment to `__proto__` would set the prototype instead of a header.
-      if (name === "__proto__") {
-        Object.defineProperty(headers, name, {
-          value: decoded,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      } else {
-        headers[name] = decoded;
-      }
+    // The decoder's order; a record decoded by kafkajs (old Fetch versions) has names in a row.
+    const ordered = raw[HEADER_LIST] ?? rawHeaderList(raw);
+    const byName = new Map<string, Array<H | null>>();
+    for (const [name, bytes] of ordered) {
+      const decoded = header(bytes);
+      headerList.push([name, decoded]);
+      const values = byName.get(name);
+      if (values === undefined) byName.set(name, [decoded]);
+      else values.push(decoded);
     }
-    return headers;
+    for (const [name, values] of byName) {
+      // defineProperty: an assignment to `__proto__` would set the prototype instead of a header.
+      Object.defineProperty(headers, name, {
+        value: values.length === 1 ? values[0] : values,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return { headers, headerList };
   }
 
   async onDeserializationError(
@@ -221,4 +233,14 @@ export class RecordDecoder<K, V, H> {
   disconnect(): Promise<void> | undefined {
     return this.deadLetterProducer?.disconnect();
   }
+}
+
+/** The headers of a name map in a list: names in the map's order, a repeated name's values in a row. */
+function rawHeaderList(raw: RawRecord["headers"]): Array<readonly [string, Buffer | null]> {
+  const list: Array<readonly [string, Buffer | null]> = [];
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    for (const each of Array.isArray(value) ? value : [value]) list.push([name, each]);
+  }
+  return list;
 }

@@ -12,11 +12,12 @@
  *   producer never shows.
  * If a kafkajs upgrade breaks one of these, this file is the only place to fix.
  */
-import type { ICustomPartitioner, Kafka, Message } from "kafkajs";
+import type { ICustomPartitioner, Kafka } from "kafkajs";
 import {
   IdempotentProducer,
   type IdempotentProducerOptions,
   type ProduceCluster,
+  type ProducerMessage,
   type TopicMessages,
 } from "../../producer/idempotent-producer.js";
 import type { CompressionType } from "../../protocol/compression/compression-codec.js";
@@ -39,6 +40,7 @@ export {
   withoutAborted,
 } from "../../protocol/fetch-response.js";
 export {
+  HEADER_LIST,
   NO_HEADERS,
   offsetAfter,
   type RawOffset,
@@ -100,6 +102,13 @@ interface InternalCluster {
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
   addMultipleTargetTopics(topics: string[]): Promise<void>;
+  /** The topics kafkajs loads metadata for: every refresh fails while one of them does not exist. */
+  targetTopics: Set<string>;
+  brokerPool: {
+    withBroker<T>(
+      call: (options: { broker: { metadata(topics: string[]): Promise<MetadataResponse> } }) => Promise<T>,
+    ): Promise<T>;
+  };
   findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
   findBroker(query: { nodeId: string | number }): Promise<InternalBroker & InternalBrokerPool>;
   findGroupCoordinator(query: {
@@ -117,6 +126,10 @@ interface InternalBrokerPool {
       KafkajsConnection & ResponseReadingConnection & { send(request: RawProtocolRequest): Promise<unknown> }
     >;
   };
+}
+
+interface MetadataResponse {
+  topicMetadata: Array<{ topic: string }>;
 }
 
 interface InternalLogger {
@@ -148,9 +161,9 @@ const KafkajsEncoder = kafkajsModule<new () => { writeBuffer(value: Buffer): unk
 );
 const apiKeys = kafkajsModule<{ Fetch: number }>("kafkajs/src/protocol/requests/apiKeys");
 const requestDefinitions = kafkajsModule<{ requests: { Fetch: unknown } }>("kafkajs/src/protocol/requests");
-const fetchV11Response = kafkajsModule<{ parse(decoded: unknown): Promise<unknown> }>(
-  "kafkajs/src/protocol/requests/fetch/v11/response",
-);
+const protocolErrors = kafkajsModule<{
+  createErrorFromCode(code: number): Error & { type: string; retriable: boolean; code: number };
+}>("kafkajs/src/protocol/error");
 
 // kafkajs's own producer default.
 const METADATA_MAX_AGE_MS = 300_000;
@@ -171,6 +184,20 @@ function privateMember<T>(kafka: Kafka, description: string): T {
     );
   }
   return (kafka as unknown as Record<symbol, T>)[symbol] as T;
+}
+
+/** The `retry` option of a kafkajs client, as its constructor took it. */
+export interface KafkajsRetry {
+  readonly retries?: number;
+  readonly initialRetryTime?: number;
+  readonly maxRetryTime?: number;
+  readonly multiplier?: number;
+}
+
+/** The `retry` option `kafka` was made with (kafkajs keeps it private), if any. */
+export function clientRetryOf(kafka: Kafka): KafkajsRetry | undefined {
+  const retry = privateMember<KafkajsRetry | undefined>(kafka, "private:Kafka:clusterRetry");
+  return typeof retry === "object" && retry !== null ? retry : undefined;
 }
 
 /**
@@ -204,23 +231,52 @@ export class KafkaConnection {
     await this.cluster.disconnect();
   }
 
-  /** Loads metadata for `topics` and groups `partitions` of `topic` by their leader's node id. */
+  /**
+   * Loads metadata for `topics`. `leaderOf(topic, partition)` is the node id of the partition's
+   * leader, -1 while it has none (an election), or undefined when the cluster has no such topic or
+   * partition (deleted). A missing topic fails no lookup of the others.
+   */
   async leaders(
     topics: string[],
     refresh: boolean,
-  ): Promise<(topic: string, partitions: number[]) => Map<number, number[]>> {
-    if (refresh) await this.cluster.refreshMetadata();
-    await this.cluster.addMultipleTargetTopics(topics);
-    return (topic, partitions) => {
-      const byLeader = this.cluster.findLeaderForPartitions(topic, partitions);
-      return new Map(Object.entries(byLeader).map(([nodeId, ps]) => [Number(nodeId), ps]));
+  ): Promise<(topic: string, partition: number) => number | undefined> {
+    const missing = new Set<string>();
+    try {
+      if (refresh) await this.cluster.refreshMetadata();
+      await this.cluster.addMultipleTargetTopics(topics);
+    } catch (error) {
+      if (kafkaErrorType(error) !== "UNKNOWN_TOPIC_OR_PARTITION") throw error;
+      // kafkajs asks for all its target topics at once, and fails them all for one deleted topic:
+      // the topics that exist now are listed, the others left out of its targets.
+      const existing = new Set(
+        (await this.cluster.brokerPool.withBroker(({ broker }) => broker.metadata([]))).topicMetadata.map(
+          (t) => t.topic,
+        ),
+      );
+      for (const topic of [...this.cluster.targetTopics, ...topics]) {
+        if (existing.has(topic)) continue;
+        missing.add(topic);
+        this.cluster.targetTopics.delete(topic);
+      }
+      await this.cluster.refreshMetadata();
+      await this.cluster.addMultipleTargetTopics(topics.filter((t) => !missing.has(t)));
+    }
+    return (topic, partition) => {
+      if (missing.has(topic)) return undefined;
+      const metadata = this.cluster
+        .findTopicPartitionMetadata(topic)
+        .find((p) => p.partitionId === partition);
+      if (metadata === undefined) return undefined;
+      return metadata.leader === null || metadata.leader < 0 ? -1 : metadata.leader;
     };
   }
 
   /**
    * One Fetch request to one broker. Returns per partition the visible records (aborted ones and
    * control records removed, as kafkajs' consumer does) and the offset to fetch next, which also
-   * moves past batches made only of control or aborted records.
+   * moves past batches made only of control or aborted records. A partition that failed (offset
+   * out of range, not the leader, deleted …) comes back in `failed` with kafkajs's error for its
+   * code; the others' records are returned all the same.
    */
   async fetch(
     nodeId: number,
@@ -231,7 +287,10 @@ export class KafkaConnection {
       maxBytesPerPartition: number;
       partitions: Array<{ topic: string; partition: number; fetchOffset: bigint }>;
     },
-  ): Promise<FetchedPartition[]> {
+  ): Promise<{
+    fetched: FetchedPartition[];
+    failed: Array<{ topic: string; partition: number; error: KafkaProtocolError }>;
+  }> {
     const broker = await this.cluster.findBroker({ nodeId });
     const topics = new Map<string, Array<{ partition: number; fetchOffset: string; maxBytes: number }>>();
     const requested = new Map<string, bigint>();
@@ -258,7 +317,15 @@ export class KafkaConnection {
       },
       requested,
     );
-    return fetchedPartitions(response, requested);
+    const { fetched, failed } = fetchedPartitions(response, requested);
+    return {
+      fetched,
+      failed: failed.map(({ topic, partition, errorCode }) => ({
+        topic,
+        partition,
+        error: protocolErrors().createErrorFromCode(errorCode),
+      })),
+    };
   }
 
   /**
@@ -346,13 +413,14 @@ export class KafkaConnection {
       transactionalId,
       producerId: BigInt(eosManager.getProducerId()),
       producerEpoch: eosManager.getProducerEpoch(),
+      retry: RETRY_DEFAULTS,
+      ...options.settings,
       ...options.tuning,
       ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
       ...(options.compression === undefined ? {} : { compression: options.compression }),
       cluster: (options.wrapCluster ?? ((cluster) => cluster))(produceClusterOf(this.cluster, eosManager)),
       partitioner: options.partitioner() as IdempotentProducerOptions["partitioner"],
       mapFailure: options.mapFailure,
-      retry: RETRY_DEFAULTS,
     });
     return {
       send: (topicMessages) => producer.send(topicMessages),
@@ -444,12 +512,13 @@ async function fetchWithBatchEnds(
   requested: ReadonlyMap<string, bigint>,
 ): Promise<FetchResponse> {
   const protocolRequest = broker.lookupRequest(apiKeys().Fetch, requestDefinitions().requests.Fetch)(request);
-  if (protocolRequest.request.apiVersion === 11) {
-    protocolRequest.response = {
-      decode: (raw) => decodeFetchV11(raw, requested),
-      parse: fetchV11Response().parse,
-    };
-  }
+  // Partition errors are read per partition by `fetchedPartitions`; kafkajs's `parse` would throw
+  // the first one for the whole response.
+  const keep = async (decoded: unknown) => decoded;
+  protocolRequest.response =
+    protocolRequest.request.apiVersion === 11
+      ? { decode: (raw) => decodeFetchV11(raw, requested), parse: keep }
+      : { decode: protocolRequest.response.decode, parse: keep };
   try {
     // kafkajs's pool sends a Fetch on its second connection; its responses are read whole here.
     const connection = await broker.connectionPool.getConnection(FETCH_CONNECTION);
@@ -472,6 +541,16 @@ export interface ProducerStartOptions {
   readonly lingerMs?: number;
   /** How each batch is compressed (`compression.type`, default none). */
   readonly compression?: CompressionType;
+  /** The sink's producer settings (`batchSize`, `requestTimeoutMs` …); kafkajs's retry defaults without. */
+  readonly settings?: Pick<
+    IdempotentProducerOptions,
+    | "batchBytes"
+    | "maxRequestBytes"
+    | "maxInFlightRequestsPerBroker"
+    | "requestTimeoutMs"
+    | "deliveryTimeoutMs"
+    | "retry"
+  >;
   /** Tests only: smaller batches or buffers, and faults injected between producer and cluster. */
   readonly tuning?: Pick<
     IdempotentProducerOptions,
@@ -485,7 +564,7 @@ export interface IdempotentProducerHandle {
   readonly producerId: string;
   readonly producerEpoch: number;
   /** Hands records over; returns before they are acknowledged. Throws an earlier send's failure. */
-  send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly Message[] }>): Promise<void>;
+  send(topicMessages: ReadonlyArray<{ topic: string; messages: readonly ProducerMessage[] }>): Promise<void>;
   /** Waits until every record sent is acknowledged; throws the first failure. */
   flush(): Promise<void>;
   /** Throws the failure of an earlier send, if one failed; waits for nothing. */
@@ -510,11 +589,9 @@ export function kafkaErrorType(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Whether an error is an out-of-range fetch, and for which partition. */
-export function offsetOutOfRange(error: unknown): { topic: string; partition: number } | undefined {
-  const candidate = error as { name?: unknown; topic?: unknown; partition?: unknown };
-  if (candidate?.name === "KafkaJSOffsetOutOfRange" && typeof candidate.topic === "string") {
-    return { topic: candidate.topic, partition: Number(candidate.partition) };
-  }
-  return undefined;
+/** A broker's error code as kafkajs names it: `type` (`NOT_LEADER_OR_FOLLOWER` …) and whether a retry may help. */
+export interface KafkaProtocolError extends Error {
+  readonly type: string;
+  readonly code: number;
+  readonly retriable: boolean;
 }

@@ -81,7 +81,7 @@ describe("produceClusterOf: produce", () => {
   it("writes the very buffer encode returned to the socket, with the connection's correlation id", async () => {
     const { stand, written, logged, reply } = connection();
     const { encode, clientIds, encoded } = encodeFor([]);
-    const answer = await clusterOn(stand).produce(1, encode);
+    const answer = await clusterOn(stand).produce(1, encode, 30_000);
     expect(answer).toBe(reply);
     expect(clientIds).toEqual(["bridge-test"]);
     expect(written).toHaveLength(1);
@@ -99,19 +99,19 @@ describe("produceClusterOf: produce", () => {
   it("takes a new correlation id for every request", async () => {
     const { stand, written } = connection();
     const cluster = clusterOn(stand);
-    await Promise.all([1, 2, 3].map(() => cluster.produce(1, encodeFor([]).encode)));
+    await Promise.all([1, 2, 3].map(() => cluster.produce(1, encodeFor([]).encode, 30_000)));
     expect(written.map((request) => request.readInt32BE(8))).toEqual([41, 42, 43]);
   });
 
   it("authenticates a connection that is not (yet, or any more) before it encodes the request", async () => {
     const { stand, events } = connection({ authenticated: false });
-    await clusterOn(stand).produce(1, encodeFor(events).encode);
+    await clusterOn(stand).produce(1, encodeFor(events).encode, 30_000);
     expect(events).toEqual(["authenticate", "encode", "push Produce 41"]);
   });
 
   it("fails without encoding or writing on a connection that is not connected", async () => {
     const { stand, written, events } = connection({ connected: false });
-    await expect(clusterOn(stand).produce(1, encodeFor(events).encode)).rejects.toMatchObject({
+    await expect(clusterOn(stand).produce(1, encodeFor(events).encode, 30_000)).rejects.toMatchObject({
       name: "KafkaJSConnectionError",
     });
     expect(events).toEqual([]);

@@ -44,6 +44,8 @@ export interface KafkajsConnection {
         reject(error: unknown): void;
       };
       expectResponse: boolean;
+      /** Extends the queue's own timeout for this request (never shortens it). */
+      requestTimeout?: number;
       sendRequest(): void;
     }): void;
   };
@@ -120,10 +122,10 @@ export function produceClusterOf(
       return leader === null || leader === undefined || leader < 0 ? undefined : leader;
     },
     refreshMetadata: () => cluster.refreshMetadata(),
-    produce: async (nodeId, encode) => {
+    produce: async (nodeId, encode, timeoutMs) => {
       const broker = await cluster.findBroker({ nodeId });
       // Connection 0, where kafkajs's pool sends every request but Fetch.
-      return sendAsItIs(await broker.connectionPool.getConnection(0), encode);
+      return sendAsItIs(await broker.connectionPool.getConnection(0), encode, timeoutMs);
     },
     connectionFailed: async (nodeId, error) => {
       // As kafkajs's producer: a closed connection is reopened by the next request; a cluster that
@@ -155,6 +157,7 @@ export function produceClusterOf(
 async function sendAsItIs(
   connection: KafkajsConnection,
   encode: (clientId: string | null) => Buffer,
+  timeoutMs: number,
 ): Promise<Buffer> {
   if (!connection.isAuthenticated()) await connection.authenticate();
   connection.failIfNotConnected();
@@ -168,7 +171,20 @@ async function sendAsItIs(
     expectResponse: true,
     size: request.length,
   });
+  let timer: NodeJS.Timeout | undefined;
   const answer = await new Promise<{ payload: Buffer; size: number }>((resolve, reject) => {
+    // kafkajs's queue times a request out after the longer of its client's `requestTimeout` and
+    // this one; a shorter `requestTimeoutMs` is kept here. A late answer then settles nothing.
+    timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error(`Produce request timed out after ${timeoutMs} ms (requestTimeoutMs)`), {
+            name: "KafkaJSRequestTimeoutError",
+            retriable: true,
+          }),
+        ),
+      timeoutMs,
+    );
     connection.requestQueue.push({
       entry: {
         apiKey: PRODUCE_API_KEY,
@@ -179,9 +195,10 @@ async function sendAsItIs(
         reject,
       },
       expectResponse: true,
+      requestTimeout: timeoutMs,
       sendRequest: () => connection.socket.write(request),
     });
-  });
+  }).finally(() => clearTimeout(timer));
   connection.logDebug(`Response ${produceRequestInfo(version)}`, { correlationId, size: answer.size });
   return answer.payload;
 }
