@@ -187,11 +187,21 @@ export class SourceContractRun<T, SplitT extends SourceSplit> {
       if (++empty > limit) {
         throw this.violation(
           "pollNext",
-          `handed out nothing in ${limit} polls in a row (each after isAvailable resolved or a short pause) while waiting for ${waitingFor}; handed out per split: [${this.emitted.join(", ")}] of [${this.writtenPerSplit.join(", ")}] written`,
+          `handed out nothing in ${limit} polls in a row (each after isAvailable resolved or a short pause) while waiting for ${waitingFor}; handed out per split: [${this.emitted.join(", ")}] of [${this.writtenPerSplit.join(", ")}] written; isFinished() per reader: [${this.readers.map((running) => running.reader.isFinished()).join(", ")}]`,
         );
       }
-      await Promise.race([pause(5), ...this.readers.map((running) => running.reader.isAvailable())]);
+      await this.waitForData();
     }
+  }
+
+  /**
+   * Waits until a reader that has not finished says it may have data, or a short pause passed; then
+   * yields to the event loop, so that I/O callbacks run even when `isAvailable` resolves at once.
+   */
+  private async waitForData(): Promise<void> {
+    const unfinished = this.readers.filter((running) => !running.reader.isFinished());
+    await Promise.race([pause(5), ...unfinished.map((running) => running.reader.isAvailable())]);
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   /** Reads until a batch with records arrives (any reader). */
@@ -199,7 +209,7 @@ export class SourceContractRun<T, SplitT extends SourceSplit> {
     const limit = this.contract.maxEmptyPolls ?? DEFAULT_MAX_EMPTY_POLLS;
     for (let empty = 0; empty <= limit; empty++) {
       for (const running of this.readers) if ((await this.poll(running)) > 0) return;
-      await Promise.race([pause(5), ...this.readers.map((running) => running.reader.isAvailable())]);
+      await this.waitForData();
     }
     throw this.violation(
       "pollNext",
