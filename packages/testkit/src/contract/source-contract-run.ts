@@ -382,7 +382,7 @@ export class SourceContractRun<T, SplitT extends SourceSplit> {
       if (at.position < expected) {
         throw this.violation(
           "pollNext",
-          `${who} went back in split '${batch.splitId}': it handed out position ${at.position} (${key}) again, when position ${expected} was next — a record handed out before the last checkpoint must not come again after restoring it`,
+          `${who} went back in split '${batch.splitId}': it handed out position ${at.position} (${key}) again, when position ${expected} was next — a record must come once from the start or from the restored checkpoint's position, never again`,
         );
       }
       this.emitted[at.split] = expected + 1;
