@@ -395,8 +395,9 @@ describe("the source contract suite catches broken sources", () => {
       contractOf("CommitsOnSnapshot", CommitsOnSnapshotReader, "continuous"),
     ).find((each) => each.id === "commit-back-after-completed-checkpoint");
     const error = await outcomeOf(testCase!);
+    expect((error as ContractViolationError).details).toMatchObject({ method: "snapshotState" });
     expect((error as ContractViolationError).message).toMatch(
-      /^CommitsOnSnapshot: commit-back-after-completed-checkpoint: snapshotState after snapshotState\(1\): the source committed \d+ records of split 'log-\d' back/,
+      /^CommitsOnSnapshot: commit-back-after-completed-checkpoint: commit-back after snapshotState\(1\): the source committed \d+ records of split 'log-\d' back/,
     );
   });
 

@@ -290,9 +290,14 @@ export class SourceContractRun<T, SplitT extends SourceSplit> {
     committed.forEach((count, split) => {
       const allowed = this.completedEmitted[split] ?? 0;
       if (count > allowed) {
-        throw this.violation(
-          after.replace(/\(.*$/, ""),
-          `after ${after}: the source committed ${count} records of split ${this.splitNameOf(split)} back to the external system, but the completed checkpoints cover only ${allowed}: commit positions back only in notifyCheckpointComplete, and only the positions that checkpoint's snapshotState returned`,
+        throw new ContractViolationError(
+          `${this.contract.name}: ${this.scope.caseId}: commit-back after ${after}: the source committed ${count} records of split ${this.splitNameOf(split)} back to the external system, but the completed checkpoints cover only ${allowed}: commit positions back only in notifyCheckpointComplete, and only the positions that checkpoint's snapshotState returned`,
+          {
+            caseId: this.scope.caseId,
+            method: after.replace(/\(.*$/, ""),
+            committed: count,
+            completed: allowed,
+          },
         );
       }
     });
