@@ -15,8 +15,8 @@ import {
 // `npm create onceflow-connector` as an author runs it, against this repository's packed tarballs:
 // the packed generator writes a connector of each kind into a temporary folder, which is installed
 // against the packed @onceflow/core and @onceflow/testkit, built (ESM + CommonJS + types),
-// type-checked, checked with publint and attw, and tested — its contract suite (with its leak check)
-// must pass out of the box.
+// type-checked, checked with publint and attw, and tested — its contract suite (the sink or the
+// source contract, with its leak check) must pass out of the box.
 
 let work = "";
 let packed: Map<string, PackedPackage>;
@@ -43,9 +43,30 @@ afterAll(async () => {
 });
 
 describe.each([
-  { kind: "custom", name: "@acme/onceflow-connector-ledger", sinkFile: "ledger-sink" },
-  { kind: "redis", name: "onceflow-connector-redis-orders", sinkFile: "redis-sink" },
-])("create-onceflow-connector --kind $kind", ({ kind, name, sinkFile }) => {
+  {
+    kind: "custom",
+    name: "@acme/onceflow-connector-ledger",
+    mainFile: "ledger-sink",
+    implementing: "extends TwoPhaseCommitSink",
+    // The two-phase-commit sink contract: 27 cases.
+    contractCases: 27,
+  },
+  {
+    kind: "redis",
+    name: "onceflow-connector-redis-orders",
+    mainFile: "redis-sink",
+    implementing: "extends TwoPhaseCommitSink",
+    contractCases: 27,
+  },
+  {
+    kind: "source",
+    name: "onceflow-connector-redis-streams",
+    mainFile: "redis-streams-source",
+    implementing: "implements Source<T, RedisStreamSplit>",
+    // The source contract, continuous and bounded: 11 cases each.
+    contractCases: 22,
+  },
+])("create-onceflow-connector --kind $kind", ({ kind, name, mainFile, implementing, contractCases }) => {
   it("writes a package that installs, builds, type-checks and passes its contract suite", async () => {
     const folder = join(work, kind);
     const created = expectSuccess(
@@ -59,9 +80,7 @@ describe.each([
     });
     expect(packageJson.keywords).toContain("onceflow-connector");
     expect(Object.keys(packageJson.exports["."].import)[0]).toBe("types");
-    expect(await readFile(join(folder, `src/${sinkFile}.ts`), "utf8")).toContain(
-      "extends TwoPhaseCommitSink",
-    );
+    expect(await readFile(join(folder, `src/${mainFile}.ts`), "utf8")).toContain(implementing);
 
     await useTarballs(folder, packed);
     await npmInstall(folder);
@@ -80,7 +99,7 @@ describe.each([
     // Every case of the contract suite ran and passed: none failed, none skipped.
     const results = JSON.parse(await readFile(join(folder, "vitest.json"), "utf8"));
     expect(results).toMatchObject({ success: true, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0 });
-    expect(results.numPassedTests).toBeGreaterThanOrEqual(27);
+    expect(results.numPassedTests).toBeGreaterThanOrEqual(contractCases);
 
     // The built package loads from both module systems.
     const esm = expectSuccess(

@@ -20,6 +20,12 @@ export const connectorKinds = {
     dependencies: { redis: "^6.3.1" },
     keywords: ["redis"],
   },
+  source: {
+    summary:
+      "a replayable source over Redis Streams (XRANGE positions, no consumer groups); its source contract suite runs against a real Redis that the testkit finds or starts",
+    dependencies: { redis: "^6.3.1" },
+    keywords: ["redis", "source"],
+  },
 } as const satisfies Record<string, ConnectorKindDefinition>;
 
 /**
@@ -40,7 +46,7 @@ export interface ConnectorKindDefinition {
 }
 
 /**
- * A kind of connector: `custom` or `redis`.
+ * A kind of connector: `custom`, `redis` or `source`.
  *
  * @example
  * ```ts
@@ -66,7 +72,7 @@ export function isConnectorKind(value: string): value is ConnectorKind {
  *
  * @example
  * ```ts
- * connectorKindNames(); // ["custom", "redis"]
+ * connectorKindNames(); // ["custom", "redis", "source"]
  * ```
  */
 export function connectorKindNames(): ConnectorKind[] {

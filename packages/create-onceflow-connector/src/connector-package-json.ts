@@ -52,7 +52,7 @@ export function connectorPackageJson(input: ConnectorPackageJsonInput) {
   return {
     name: input.packageName,
     version: "0.1.0",
-    description: `An exactly-once onceflow connector (${input.kind === "custom" ? "TwoPhaseCommitSink" : `${input.kind} sink`})`,
+    description: `An exactly-once onceflow connector (${descriptionOf(input.kind)})`,
     license: "Apache-2.0",
     type: "module",
     engines: { node: ">=20.19" },
@@ -87,4 +87,11 @@ export function connectorPackageJson(input: ConnectorPackageJsonInput) {
       ...toolVersions,
     },
   };
+}
+
+/** What the package holds, for its description. */
+function descriptionOf(kind: ConnectorKind): string {
+  if (kind === "custom") return "TwoPhaseCommitSink";
+  if (kind === "source") return "replayable Redis Streams source";
+  return `${kind} sink`;
 }

@@ -102,6 +102,25 @@ describe("generateConnector", () => {
     expect(json.keywords).toContain("redis");
   });
 
+  it("the source kind writes the Redis Streams source with its source contract test", async () => {
+    const written = await generateConnector({
+      packageName: "onceflow-connector-redis-streams",
+      kind: "source",
+      directory: join(work, "source"),
+    });
+    expect(written.files).toEqual(
+      expect.arrayContaining(["src/redis-streams-source.ts", "test/redis-streams-source.contract.test.ts"]),
+    );
+    expect(written.files.some((file) => file.includes("sink"))).toBe(false);
+    expect(
+      await readFile(join(written.directory, "test/redis-streams-source.contract.test.ts"), "utf8"),
+    ).toContain("describeSource(");
+    const json = JSON.parse(await readFile(join(written.directory, "package.json"), "utf8"));
+    expect(Object.keys(json.dependencies)).toContain("redis");
+    expect(json.keywords).toEqual(expect.arrayContaining(["redis", "source", "onceflow-connector"]));
+    expect(json.description).toContain("Redis Streams source");
+  });
+
   it("refuses a folder that holds files, and writes nothing into it", async () => {
     const folder = join(work, "taken");
     await mkdir(folder);

@@ -1,4 +1,4 @@
-// The sink contract suite without vitest (the describe* functions are in `@onceflow/testkit/vitest`).
+// The sink and source contract suites without vitest (the describe* functions are in `@onceflow/testkit/vitest`).
 
 // Defined in core (its own storage tests use it); re-exported so connector authors find it here.
 export { createTestCheckpoint } from "@onceflow/core";
@@ -22,6 +22,9 @@ export {
   isSimulatedKill,
   SimulatedKillError,
 } from "./contract/fault-injection.js";
+export type { SourceContractCase } from "./contract/source-contract-cases.js";
+export { sourceContractCases } from "./contract/source-contract-cases.js";
+export type { SourceContract, SourceContractScope } from "./contract/source-contract-options.js";
 // Faults of checkpoint storage and time, for tests of jobs, sinks and storages.
 export type {
   FaultyCheckpointStorageOptions,

@@ -31,7 +31,7 @@ describe("parseCliArguments", () => {
   });
 
   it.each([
-    [["--kind", "mongo"], "'mongo' is not a kind: use custom or redis"],
+    [["--kind", "mongo"], "'mongo' is not a kind: use custom, redis or source"],
     [["--kind"], "--kind: needs a value"],
     [["--name", "--yes"], "--name: needs a value"],
     [["--force"], "--force: unknown option"],
@@ -44,7 +44,7 @@ describe("parseCliArguments", () => {
 
   it("lists every flag and kind in the help", () => {
     const text = usage();
-    for (const word of ["--name", "--kind", "--directory", "--yes", "custom", "redis"])
+    for (const word of ["--name", "--kind", "--directory", "--yes", "custom", "redis", "source"])
       expect(text).toContain(word);
   });
 });

@@ -47,7 +47,7 @@ Apache-2.0 LICENSE, changesets and a GitHub Actions workflow.
 
 options:
   --name <package>      the npm package name, e.g. onceflow-connector-acme or @acme/onceflow-connector-x
-  --kind <kind>         what the sink writes to (default custom):
+  --kind <kind>         what the connector is (default custom):
 ${kinds.replace(/^/gm, "    ")}
   --directory <folder>  where to write it (default: the name without its scope); must be empty or absent
   -y, --yes             do not ask: take the defaults for what is not given
@@ -123,5 +123,7 @@ export function parseCliArguments(argv: readonly string[]): CliArguments {
  */
 export function parseConnectorKind(value: string): ConnectorKind {
   if (isConnectorKind(value)) return value;
-  throw new ConfigurationError("kind", `'${value}' is not a kind: use ${connectorKindNames().join(" or ")}`);
+  const names = connectorKindNames();
+  const listed = `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
+  throw new ConfigurationError("kind", `'${value}' is not a kind: use ${listed}`);
 }

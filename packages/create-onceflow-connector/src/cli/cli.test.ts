@@ -63,7 +63,7 @@ describe("create-onceflow-connector", () => {
     const result = await runCli([], "@acme/onceflow-connector-ledger\nredis\n\n");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("Package name (onceflow-connector-custom): ");
-    expect(result.stdout).toContain("Kind (custom, redis) (custom): ");
+    expect(result.stdout).toContain("Kind (custom, redis, source) (custom): ");
     expect(result.stdout).toContain("Folder (onceflow-connector-ledger): ");
     const json = JSON.parse(await readFile(join(work, "onceflow-connector-ledger", "package.json"), "utf8"));
     expect(json.name).toBe("@acme/onceflow-connector-ledger");
@@ -81,6 +81,6 @@ describe("create-onceflow-connector", () => {
   it("fails with exit 2 on an unknown kind", async () => {
     const result = await runCli(["--name", "onceflow-connector-acme", "--kind", "mongo", "--yes"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain("'mongo' is not a kind: use custom or redis");
+    expect(result.stderr).toContain("'mongo' is not a kind: use custom, redis or source");
   });
 });
