@@ -90,6 +90,7 @@ function contractOf(boundedness: "bounded" | "continuous"): SourceContract<Kafka
         key: null,
         value: `record-${index}`,
         headers: {},
+        headerList: [],
       }) satisfies KafkaRecord,
     identify: (record) => record.value ?? "<null>",
     // The topic holds only the suite's records from offset 0: a committed offset is a record count.
