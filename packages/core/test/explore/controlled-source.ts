@@ -20,6 +20,8 @@ export interface ControlledSplit extends SourceSplit {
  */
 export class ControlledInput {
   readonly available: number[];
+  /** How many records the keyed job's running count processed, in every process (see `keyed-job.ts`). */
+  keyedRecordsProcessed = 0;
   private waiters: (() => void)[] = [];
 
   constructor(

@@ -22,6 +22,19 @@ describe("exploring the checkpoint protocol's interleavings", () => {
     expect(result.failed, result.report).toBe(false);
   }, 150_000);
 
+  it("keyBy in one process, in memory: the running count and the window count per key equal the reference", async () => {
+    const result = await explore({
+      target: inMemorySinkUnderTest,
+      runs: 40,
+      ...replay,
+      replayFile: `${file} -t keyBy`,
+      keyed: true,
+      faultyCommits: true,
+      timeLimitMs: 20_000,
+    });
+    expect(result.failed, result.report).toBe(false);
+  }, 90_000);
+
   it("FileSink: the committed files hold the input exactly once, no staging file is left", async () => {
     const result = await explore({
       target: fileSinkUnderTest,

@@ -23,6 +23,11 @@ export interface ExplorationOptions {
    * EXPLORE_SEED, EXPLORE_PATH and EXPLORE_COMMANDS_PATH variables (see {@link explorationFromEnvironment}).
    */
   readonly replayFile?: string;
+  /**
+   * The keyed job (`keyBy` at parallelism 2 or 3 in one process, a running count and a window count
+   * per key), its results checked against the reference computed from the input.
+   */
+  readonly keyed?: boolean;
   /** Stop exploring new cases after this long (shrinking still runs). */
   readonly timeLimitMs?: number;
 }
@@ -46,6 +51,16 @@ const settingsArbitrary: fc.Arbitrary<WorldSettings> = fc.record({
   tolerableFailures: fc.constantFrom(0, 0, 1),
 });
 
+// The keyed job runs every subtask in one process (its exchange is in memory), from parallelism 2.
+const keyedSettingsArbitrary: fc.Arbitrary<WorldSettings> = fc.record({
+  deployment: fc.constant("single") as fc.Arbitrary<WorldSettings["deployment"]>,
+  parallelism: fc.integer({ min: 2, max: 3 }),
+  splits: fc.constantFrom(4, 6),
+  recordsPerSplit: fc.integer({ min: 6, max: 16 }),
+  tolerableFailures: fc.constantFrom(0, 0, 1),
+  keyed: fc.constant(true),
+});
+
 /**
  * Explores interleavings of the checkpoint protocol over the real core: each case runs a random
  * operation list against an {@link ExploredWorld}, then the final phase, and fails when the visible
@@ -61,13 +76,14 @@ const settingsArbitrary: fc.Arbitrary<WorldSettings> = fc.record({
 export async function explore(options: ExplorationOptions): Promise<ExplorationResult> {
   const seed = options.seed ?? Date.now() ^ (Math.random() * 0x1_0000_0000);
   const property = fc.asyncProperty(
-    settingsArbitrary,
+    options.keyed ? keyedSettingsArbitrary : settingsArbitrary,
     fc.shuffledSubarray([0, 1, 2], { minLength: 0, maxLength: 3 }),
     fc.commands(
       exploreCommands({
         splits: 6,
         faultyCommits: options.faultyCommits ?? false,
         freshStarts: options.freshStarts ?? false,
+        racingBarriers: options.keyed ?? false,
       }),
       {
         maxCommands: options.maxCommands ?? 30,
@@ -109,7 +125,7 @@ export async function explore(options: ExplorationOptions): Promise<ExplorationR
   const replay =
     options.replayFile === undefined
       ? [
-          `npm run explore -- --seed ${details.seed}`,
+          `npm run explore -- ${options.keyed ? "--keyed " : ""}--seed ${details.seed}`,
           details.counterexamplePath ? ` --path ${details.counterexamplePath}` : "",
           commandsPath ? ` --commands-path '${commandsPath}'` : "",
         ].join("")

@@ -121,6 +121,47 @@ export class Checkpoint extends WorldCommand {
   }
 }
 
+/**
+ * Records arrive on one split and a checkpoint is taken while they are on their way: the barrier
+ * comes once the keyed job's running count processed `after` of them (0: in the same turn of the
+ * event loop), so that one subtask loop is half way through a batch that crosses the `keyBy`
+ * exchange when the others take the barrier — the case barrier alignment exists for.
+ */
+export class ArriveDuringCheckpoint extends WorldCommand {
+  constructor(
+    readonly slot: number,
+    readonly split: number,
+    readonly count: number,
+    readonly after: number,
+  ) {
+    super();
+  }
+  async run(_: ExploreModel, world: ExploredWorld) {
+    const process = world.newestOf(this.slot);
+    const processed = world.input.keyedRecordsProcessed;
+    world.input.arrive(this.split % world.input.splits, this.count);
+    if (process === undefined || !process.isActive) {
+      await world.settle();
+      return;
+    }
+    process.storage.plan("land");
+    const calls = process.storage.storeCalls;
+    for (let turn = 0; turn < 200 && world.input.keyedRecordsProcessed < processed + this.after; turn++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    process.triggerCheckpoint();
+    const deadline = Date.now() + 4 * PERIODIC_INTERVAL_MS;
+    const storing = () =>
+      process.storage.storeCalls === calls ||
+      (process.storage.heldCount === 0 && process.storage.storesEnded < process.storage.storeCalls);
+    while (storing() && process.isActive && Date.now() < deadline) await sleep(1);
+    await world.settle();
+  }
+  toString() {
+    return `arrive-during-checkpoint(slot ${this.slot}, split ${this.split}, ${this.count}, barrier after ${this.after} processed)`;
+  }
+}
+
 export class ReleaseHeldStore extends WorldCommand {
   constructor(
     readonly pick: number,
@@ -310,6 +351,8 @@ export function exploreCommands(options: {
   faultyCommits: boolean;
   /** Fresh starts and storage resets too (the output starts over): for systems that tell who wrote what. */
   freshStarts?: boolean;
+  /** Records racing checkpoints (see {@link ArriveDuringCheckpoint}), for the keyed job's exchange. */
+  racingBarriers?: boolean;
 }): fc.Arbitrary<ExploreCommand>[] {
   const arrive = fc
     .tuple(fc.nat({ max: options.splits - 1 }), fc.integer({ min: 1, max: 4 }))
@@ -367,6 +410,12 @@ export function exploreCommands(options: {
       )
       .map(([each, kind, pick]) => new Renotify(each, kind, pick)),
   ];
+  if (options.racingBarriers) {
+    const racing = fc
+      .tuple(slot, fc.nat({ max: options.splits - 1 }), fc.integer({ min: 1, max: 6 }), fc.nat({ max: 2 }))
+      .map(([each, split, count, after]) => new ArriveDuringCheckpoint(each, split, count, after));
+    commands.push(racing, racing, racing);
+  }
   if (options.faultyCommits) {
     commands.push(
       (fc.constantFrom("transient", "after-applied") as fc.Arbitrary<"transient" | "after-applied">).map(

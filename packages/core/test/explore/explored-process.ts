@@ -1,6 +1,7 @@
 import { type CheckpointStorage, Job, type JobResult, type RestoreSetting } from "../../src/index.js";
 import { type ControlledInput, ControlledSource } from "./controlled-source.js";
 import { GatedStorage, type StorageObserver } from "./gated-storage.js";
+import { keyedResults, positionInSplit } from "./keyed-job.js";
 import { ProcessGate } from "./process-gate.js";
 import type { SinkHost, SinkUnderTest } from "./sink-under-test.js";
 
@@ -21,6 +22,8 @@ export interface ExploredProcessOptions {
   readonly target: SinkUnderTest;
   readonly restore: RestoreSetting;
   readonly tolerableFailures: number;
+  /** The keyed job (see `keyed-job.ts`) instead of the input passed through to the sink. */
+  readonly keyed?: boolean;
   /** The run it belongs to (see {@link SinkHost.generation}). */
   readonly generation?: number;
   /** Told of the claims and landed stores of this process. */
@@ -81,9 +84,18 @@ export class ExploredProcess {
       generation: options.generation ?? 0,
       attemptEnded: (transactionIds) => options.onAttemptEnded?.(this, transactionIds),
     };
-    this.job
-      .fromSource(this.source, { uid: "input" })
-      .sinkTo(() => options.target.createSink(host), { uid: "output" });
+    const input = options.keyed
+      ? this.job.fromSource(this.source, {
+          uid: "input",
+          watermarks: { timestampAssigner: positionInSplit(options.input.perSplit), maxOutOfOrderness: 0 },
+        })
+      : this.job.fromSource(this.source, { uid: "input" });
+    (options.keyed ? keyedResults(input, options.input) : input).sinkTo(
+      () => options.target.createSink(host),
+      {
+        uid: "output",
+      },
+    );
   }
 
   get name(): string {

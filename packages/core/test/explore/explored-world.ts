@@ -3,6 +3,7 @@ import { MemoryCheckpointStorage, type RestoreSetting } from "../../src/index.js
 import { storedCheckpointsReference } from "./checkpoint-references.js";
 import { ControlledInput } from "./controlled-source.js";
 import { ExploredProcess } from "./explored-process.js";
+import { describeRow, keyedReference } from "./keyed-job.js";
 import type { SinkUnderTest } from "./sink-under-test.js";
 import { SteppedWallClock } from "./wall-clock.js";
 
@@ -14,6 +15,11 @@ export interface WorldSettings {
   readonly splits: number;
   readonly recordsPerSplit: number;
   readonly tolerableFailures: number;
+  /**
+   * The keyed job (`keyBy`, a running count and a window count per key: `keyed-job.ts`), its
+   * results checked against the reference computed from the input; only in one process.
+   */
+  readonly keyed?: boolean;
 }
 
 /** How the final phase ended, and what the property found. */
@@ -98,6 +104,7 @@ export class ExploredWorld {
       target: this.target,
       restore: this.restore,
       tolerableFailures: this.settings.tolerableFailures,
+      keyed: this.settings.keyed === true,
       storageObserver: {
         claimed: (scope) => this.takeOver(scope, process),
         stored: (scope, checkpointId) => this.checkNewestWins(scope, checkpointId, process),
@@ -226,7 +233,7 @@ export class ExploredWorld {
    * starts over: the last run's is the input exactly once, and no earlier run's holds a value twice.
    */
   private async checkOutput(): Promise<string[]> {
-    if (this.generation === 0) return checkExactlyOnce(await this.target.visible(), this.input.total);
+    if (this.generation === 0) return this.checkResults(await this.target.visible());
     if (this.target.visibleByWriter === undefined) {
       return [`${this.target.name} cannot tell which run wrote what: explore fresh starts in memory`];
     }
@@ -235,7 +242,7 @@ export class ExploredWorld {
       const run = this.generationOf.get(writer) ?? 0;
       byRun.set(run, [...(byRun.get(run) ?? []), ...values]);
     }
-    const problems = checkExactlyOnce(byRun.get(this.generation) ?? [], this.input.total).map(
+    const problems = this.checkResults(byRun.get(this.generation) ?? []).map(
       (problem) => `run ${this.generation} (the last): ${problem}`,
     );
     for (const [run, values] of byRun) {
@@ -246,6 +253,20 @@ export class ExploredWorld {
       }
     }
     return problems;
+  }
+
+  /** The input exactly once, or for the keyed job its results: the reference computed from the input. */
+  private checkResults(visible: readonly number[]): string[] {
+    if (this.settings.keyed !== true) {
+      return checkExactlyOnce(
+        visible,
+        Array.from({ length: this.input.total }, (_, value) => value),
+        String,
+      );
+    }
+    return checkExactlyOnce(visible, keyedReference(this.input.splits, this.input.perSplit), describeRow).map(
+      (problem) => `keyed results: ${problem}`,
+    );
   }
 
   private async checkpointOnce(process: ExploredProcess): Promise<void> {
@@ -299,17 +320,25 @@ export class ExploredWorld {
   }
 }
 
-function checkExactlyOnce(visible: readonly number[], total: number): string[] {
+/** `visible` holds every value of `expected` once and nothing else; `name` says what a value means. */
+function checkExactlyOnce(
+  visible: readonly number[],
+  expected: readonly number[],
+  name: (value: number) => string,
+): string[] {
   const counts = new Map<number, number>();
   for (const value of visible) counts.set(value, (counts.get(value) ?? 0) + 1);
+  const wanted = new Set(expected);
   const duplicated = [...counts].filter(([, count]) => count > 1).map(([value]) => value);
-  const missing: number[] = [];
-  for (let value = 0; value < total; value++) if (!counts.has(value)) missing.push(value);
+  const unexpected = [...counts.keys()].filter((value) => !wanted.has(value));
+  const missing = expected.filter((value) => !counts.has(value));
+  const list = (values: readonly number[]) => values.slice(0, 12).map(name).join(", ");
   const problems: string[] = [];
-  if (duplicated.length > 0)
-    problems.push(`duplicated ${duplicated.length}: ${duplicated.slice(0, 12).join(",")}`);
-  if (missing.length > 0) problems.push(`missing ${missing.length}: ${missing.slice(0, 12).join(",")}`);
-  if (problems.length > 0) problems.unshift(`visible ${visible.length} values for ${total} inputs`);
+  if (duplicated.length > 0) problems.push(`duplicated ${duplicated.length}: ${list(duplicated)}`);
+  if (missing.length > 0) problems.push(`missing ${missing.length}: ${list(missing)}`);
+  if (unexpected.length > 0) problems.push(`not in the reference ${unexpected.length}: ${list(unexpected)}`);
+  if (problems.length > 0)
+    problems.unshift(`visible ${visible.length} values for ${expected.length} expected`);
   return problems;
 }
 

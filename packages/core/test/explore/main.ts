@@ -4,12 +4,15 @@ import { parseArgs } from "node:util";
 import { explore } from "./exploration.js";
 import { explorationFindings } from "./exploration-findings.js";
 import { inMemorySinkUnderTest } from "./in-memory-sink-under-test.js";
+import { plantUnalignedSnapshots } from "./keyed-job.js";
+import { keyedScenarios } from "./keyed-scenarios.js";
 import { namedScenarios, runScenario } from "./named-scenarios.js";
 import { startRequestScenarios } from "./start-request-scenarios.js";
 
-// `npm run explore -- [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] [--workers <n>] | --scenarios`:
+// `npm run explore -- [--keyed [--unaligned]] [--seed <n>] [--path <p>] [--commands-path <r>] [--runs <n>] [--workers <n>] | --scenarios`:
 // the in-memory exploration from the command line (the long run, or the replay of a failure that CI
-// or a long run printed).
+// or a long run printed). `--keyed` explores the keyed job (keyBy in one process, its results checked);
+// `--unaligned` plants barrier alignment switched off, which the exploration must catch.
 const { values } = parseArgs({
   options: {
     seed: { type: "string" },
@@ -19,8 +22,11 @@ const { values } = parseArgs({
     workers: { type: "string" },
     "max-commands": { type: "string" },
     scenarios: { type: "boolean" },
+    keyed: { type: "boolean" },
+    unaligned: { type: "boolean" },
   },
 });
+if (values.unaligned) plantUnalignedSnapshots();
 if (values.scenarios) {
   // The fixed operation lists: the named scenarios and those the exploration found since; all must hold.
   let failed = false;
@@ -28,6 +34,7 @@ if (values.scenarios) {
     ["named scenario", namedScenarios],
     ["found by the exploration", explorationFindings],
     ["restarts after a fresh start, a named restore or a storage reset", startRequestScenarios],
+    ["keyed job", keyedScenarios],
   ] as const) {
     for (const scenario of scenarios) {
       const verdict = await runScenario(inMemorySinkUnderTest(), scenario);
@@ -53,7 +60,9 @@ async function exploreHere(): Promise<boolean> {
     target: inMemorySinkUnderTest,
     runs,
     faultyCommits: true,
-    freshStarts: true,
+    // The keyed job's results are checked over one run: no fresh starts (the output would start over).
+    freshStarts: values.keyed !== true,
+    keyed: values.keyed === true,
     ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
     ...(values.path === undefined ? {} : { path: values.path }),
     ...(values["commands-path"] === undefined ? {} : { commandsPath: values["commands-path"] }),
@@ -74,6 +83,8 @@ async function exploreInWorkers(): Promise<boolean> {
     const share = Math.floor(runs / workers) + (index < runs % workers ? 1 : 0);
     const args = ["--seed", String(base + index), "--runs", String(share)];
     if (values["max-commands"] !== undefined) args.push("--max-commands", values["max-commands"]);
+    if (values.keyed) args.push("--keyed");
+    if (values.unaligned) args.push("--unaligned");
     const child = fork(script, args, { stdio: ["ignore", "pipe", "inherit", "ipc"] });
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => {
