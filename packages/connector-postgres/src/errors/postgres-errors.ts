@@ -32,6 +32,18 @@ export const PostgresErrorReason = {
   sinkIdClaimed: "SINK_ID_CLAIMED",
   /** Options that contradict each other or are out of range. */
   invalidOption: "INVALID_OPTION",
+  /**
+   * The server cannot stream changes: `wal_level` is not `logical`, or the role lacks the
+   * REPLICATION attribute, or no replication slot or WAL sender is free.
+   */
+  logicalReplicationUnavailable: "LOGICAL_REPLICATION_UNAVAILABLE",
+  /**
+   * A restored change source's replication slot is gone (dropped, or invalidated by
+   * `max_slot_wal_keep_size`): the changes since the checkpoint are no longer on the server.
+   */
+  replicationSlotLost: "REPLICATION_SLOT_LOST",
+  /** A table to capture is missing from the given publication, or has no primary key for the snapshot. */
+  publicationMismatch: "PUBLICATION_MISMATCH",
 } as const;
 
 /** One of the {@link PostgresErrorReason} values. */
