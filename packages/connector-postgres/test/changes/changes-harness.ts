@@ -64,10 +64,14 @@ export async function openReader(
   return { reader, context, metrics, logger };
 }
 
-/** Polls until `count` records came (or fails after many empty waits). */
-export async function readRecords(reader: Reader, count: number): Promise<PostgresChange[]> {
+/** Polls until `count` records came, or `idleRounds` polls in a row gave nothing. */
+export async function readRecords(
+  reader: Reader,
+  count: number,
+  idleRounds = 200,
+): Promise<PostgresChange[]> {
   const out: PostgresChange[] = [];
-  for (let idle = 0; out.length < count && idle < 200; ) {
+  for (let idle = 0; out.length < count && idle < idleRounds; ) {
     await Promise.race([reader.isAvailable(), new Promise((resolve) => setTimeout(resolve, 50))]);
     const batch = await reader.pollNext();
     if (batch === undefined || batch.records.length === 0) idle += 1;

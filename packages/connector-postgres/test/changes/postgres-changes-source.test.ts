@@ -132,7 +132,7 @@ describe("PostgresChangesSource over a logical-replication server", () => {
         ["update", 7, -1],
         ["insert", 251, 251],
       ]);
-      expect(await readRecords(reader, 1)).toEqual([]);
+      expect(await readRecords(reader, 1, 20)).toEqual([]);
     } finally {
       await reader.close();
     }
