@@ -158,7 +158,8 @@ function decodeBytea(text: string): Buffer {
 export function parseArray(text: string, element: (text: string) => ColumnValue): ColumnValue[] {
   let position = text.startsWith("[") ? text.indexOf("=") + 1 : 0;
   const parseLevel = (): ColumnValue[] => {
-    if (text[position] !== "{") throw new Error(`malformed array literal: ${text}`);
+    if (position >= text.length || text[position] !== "{")
+      throw new Error(`malformed array literal: ${text}`);
     position += 1;
     const items: ColumnValue[] = [];
     if (text[position] === "}") {
@@ -173,15 +174,15 @@ export function parseArray(text: string, element: (text: string) => ColumnValue)
         let value = "";
         while (text[position] !== '"') {
           if (text[position] === "\\") position += 1;
+          if (position >= text.length) throw new Error(`malformed array literal: ${text}`);
           value += text[position];
           position += 1;
-          if (position > text.length) throw new Error(`malformed array literal: ${text}`);
         }
         position += 1;
         items.push(element(value));
       } else {
         let end = position;
-        while (text[end] !== "," && text[end] !== "}") end += 1;
+        while (end < text.length && text[end] !== "," && text[end] !== "}") end += 1;
         const raw = text.slice(position, end);
         position = end;
         items.push(raw === "NULL" ? null : element(raw));
