@@ -1,5 +1,6 @@
+import { createMemoryLogger } from "@onceflow/core";
 import { describe, expect, it } from "vitest";
-import { PostgresConfigurationError } from "../../src/index.js";
+import { PostgresChangesSource, PostgresConfigurationError } from "../../src/index.js";
 import { openReader, readRecords, sql, useLogicalPostgres } from "./changes-harness.js";
 
 describe("PostgresChangesSource over a logical-replication server", () => {
@@ -226,5 +227,68 @@ describe("PostgresChangesSource over a logical-replication server", () => {
       (error: unknown) => error,
     );
     expect(failure).toMatchObject({ code: "CONFIGURATION", reason: "LOGICAL_REPLICATION_UNAVAILABLE" });
+  });
+
+  it("gives each table its own publication, slot and split with splitPerTable", async () => {
+    const url = postgres().connectionString;
+    await sql(url, "create table left_side (id int primary key)");
+    await sql(url, "create table right_side (id int primary key)");
+    const source = new PostgresChangesSource({
+      connection: url,
+      tables: ["left_side", "public.right_side"],
+      splitPerTable: true,
+      initialSnapshot: false,
+      slotName: "sides",
+    });
+    const splits = await source.discoverSplits({
+      jobId: "sides",
+      parallelism: 2,
+      logger: createMemoryLogger(),
+    });
+    expect(splits.map((split) => [split.splitId, split.slotName, split.publication])).toEqual([
+      ["left_side", "sides_left_side", "onceflow_sides_left_side"],
+      ["public.right_side", "sides_public_right_side", "onceflow_sides_public_right_side"],
+    ]);
+    const [leftSplit, rightSplit] = splits;
+    const left = await openReader(
+      {
+        connection: url,
+        tables: ["left_side"],
+        splitPerTable: true,
+        initialSnapshot: false,
+        slotName: "sides",
+      },
+      "sides",
+      [leftSplit!],
+    );
+    const right = await openReader(
+      {
+        connection: url,
+        tables: ["public.right_side"],
+        splitPerTable: true,
+        initialSnapshot: false,
+        slotName: "sides",
+      },
+      "sides",
+      [rightSplit!],
+    );
+    try {
+      await sql(url, "insert into left_side values (1)");
+      await sql(url, "insert into right_side values (2)");
+      expect((await readRecords(left.reader, 2, 20)).map((r) => [r.table, r.after?.id])).toEqual([
+        ["left_side", 1],
+      ]);
+      expect((await readRecords(right.reader, 2, 20)).map((r) => [r.table, r.after?.id])).toEqual([
+        ["right_side", 2],
+      ]);
+      const slots = await sql<{ slot_name: string }>(
+        url,
+        "select slot_name from pg_replication_slots where slot_name like 'sides_%' order by 1",
+      );
+      expect(slots.map((row) => row.slot_name)).toEqual(["sides_left_side", "sides_public_right_side"]);
+    } finally {
+      await left.reader.close();
+      await right.reader.close();
+    }
   });
 });
