@@ -13,7 +13,7 @@ import type { Logger } from "@onceflow/core";
 import type pg from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import { ChangeDecoder } from "./change-decoder.js";
-import { PostgresChangeDecodingError } from "./changes-errors.js";
+import { PostgresChangeDecodingError, PostgresReplicationConnectionError } from "./changes-errors.js";
 import { isVisibleIn, type PostgresChangesSplit, type SnapshotTableProgress } from "./changes-split.js";
 import { primaryKeyOf, SnapshotCursor } from "./initial-snapshot.js";
 import { bigIntToLsn, lsnToBigInt } from "./lsn.js";
@@ -121,6 +121,13 @@ export class SplitReader {
 
     if (settings.createPublication)
       await ensurePublication(admin, split.publication, split.tables, "publication");
+    if (state?.active === true) {
+      throw new PostgresReplicationConnectionError(
+        `replication slot "${split.slotName}" is in use by another connection (an older process of this job, ` +
+          "or another job with the same slot name): retried until it is free",
+        { details: { slot: split.slotName } },
+      );
+    }
     if (state !== undefined) {
       // Left by a start that completed no checkpoint: nothing read through it was committed.
       logger.info(

@@ -162,4 +162,39 @@ describe("PostgresChangesSource restored from a checkpoint", () => {
       await second.reader.close();
     }
   });
+
+  it("fails with SERVICE_UNAVAILABLE while an older reader (a zombie) still holds the slot", async () => {
+    const url = postgres().connectionString;
+    await sql(url, "create table held (id int primary key)");
+    const options = { connection: url, tables: ["held"], initialSnapshot: false, slotName: "held_slot" };
+    const zombie = await openReader(options, "held");
+    try {
+      const state = zombie.reader.snapshotState(1);
+      const fresh = await openReader(options, "held").then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(fresh).toBeInstanceOf(PostgresReplicationConnectionError);
+      const restored = await openReader(options, "held", state);
+      try {
+        let failure: unknown;
+        for (let i = 0; i < 200 && failure === undefined; i++) {
+          await Promise.race([
+            restored.reader.isAvailable(),
+            new Promise((resolve) => setTimeout(resolve, 50)),
+          ]);
+          failure = await Promise.resolve(restored.reader.pollNext()).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+        }
+        expect(failure).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+        expect(String((failure as Error).message)).toMatch(/active/);
+      } finally {
+        await restored.reader.close();
+      }
+    } finally {
+      await zombie.reader.close();
+    }
+  });
 });
