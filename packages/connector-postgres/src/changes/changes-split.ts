@@ -39,6 +39,11 @@ export function isVisibleIn(xid: number, snapshot: TransactionSnapshot): boolean
  * Rows of a table read by a snapshot taken when an interrupted initial snapshot was resumed: the
  * rows with a key after `afterKey` (all rows when null) were read as of `snapshot`, so stream
  * changes of those rows by transactions visible in it are already in what was read.
+ *
+ * @example
+ * ```ts
+ * const segment: ResumedSegment = { afterKey: ["100"], snapshot: { xmin: 750, xmax: 754, inProgress: [] }, takenAtLsn: "0/16B3748" };
+ * ```
  */
 export interface ResumedSegment {
   readonly afterKey: readonly string[] | null;
@@ -50,6 +55,11 @@ export interface ResumedSegment {
 /**
  * How far the initial snapshot of one table got: rows are read in primary key order, and `lastKey`
  * (the text form of the last key read) is where reading goes on.
+ *
+ * @example
+ * ```ts
+ * const progress: SnapshotTableProgress = { table: "public.orders", done: false, lastKey: ["100"], rowsRead: 100, segments: [] };
+ * ```
  */
 export interface SnapshotTableProgress {
   /** `schema.table`. */

@@ -64,7 +64,14 @@ export interface PostgresChangesSourceOptions {
   readonly name?: string;
 }
 
-/** The metric: WAL bytes the server keeps for a slot, refreshed at every completed checkpoint. */
+/**
+ * The gauge of WAL bytes the server keeps for a slot (label `slot`), set at every completed checkpoint.
+ *
+ * @example
+ * ```ts
+ * metrics.read(RETAINED_WAL_METRIC); // with createMemoryMetrics()
+ * ```
+ */
 export const RETAINED_WAL_METRIC = "onceflow_postgres_replication_slot_retained_wal_bytes";
 
 /**
