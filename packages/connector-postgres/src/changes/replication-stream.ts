@@ -118,7 +118,13 @@ export class ReplicationStream {
     const tag = chunk[0];
     if (tag === 0x77) {
       // XLogData: 'w', walStart, walEnd, sendTime, payload
-      this.push({ kind: "data", walStart: chunk.readBigUInt64BE(1), payload: chunk.subarray(25) });
+      // A copy: the chunk is a view into pg's receive buffer, which pg reuses for later data while
+      // this message waits in the queue.
+      this.push({
+        kind: "data",
+        walStart: chunk.readBigUInt64BE(1),
+        payload: Buffer.from(chunk.subarray(25)),
+      });
     } else if (tag === 0x6b) {
       // Primary keepalive: 'k', walEnd, sendTime, replyRequested
       this.push({ kind: "keepalive", walEnd: chunk.readBigUInt64BE(1) });

@@ -212,7 +212,15 @@ export class SplitReader {
           this.flushLsn = item.walEnd;
         continue;
       }
-      const message = parsePgOutputMessage(item.payload);
+      let message: ReturnType<typeof parsePgOutputMessage>;
+      try {
+        message = parsePgOutputMessage(item.payload);
+      } catch (error) {
+        throw new PostgresChangeDecodingError(
+          `a pgoutput message at ${bigIntToLsn(item.walStart)} could not be parsed: ${(error as Error).message}`,
+          { walStart: bigIntToLsn(item.walStart), slot: this.split.slotName },
+        );
+      }
       const records = this.decoder.decode(message);
       if (message.tag === "begin") {
         const commit = lsnToBigInt(message.finalLsn);

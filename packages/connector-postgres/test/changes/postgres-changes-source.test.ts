@@ -291,4 +291,31 @@ describe("PostgresChangesSource over a logical-replication server", () => {
       await right.reader.close();
     }
   });
+
+  it("keeps every queued message intact while the stream runs ahead of the reader", async () => {
+    const url = postgres().connectionString;
+    await sql(url, "create table backlog (id int primary key, payload text)");
+    const { reader } = await openReader(
+      { connection: url, tables: ["backlog"], initialSnapshot: false, maxBatchSize: 5000 },
+      "backlog",
+    );
+    try {
+      // Many small transactions arrive while nothing is polled: the driver reuses its receive buffer
+      // meanwhile, and what the source queued must not change under it.
+      await sql(
+        url,
+        `do $$ begin for i in 1..1500 loop
+           insert into backlog values (i, repeat(chr(65 + i % 26), 40 + i % 50)); commit;
+         end loop; end $$`,
+      );
+      const records = await readRecords(reader, 1500);
+      expect(records.map((r) => r.after?.id)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
+      for (const record of records) {
+        const id = record.after?.id as number;
+        expect(record.after?.payload).toBe(String.fromCharCode(65 + (id % 26)).repeat(40 + (id % 50)));
+      }
+    } finally {
+      await reader.close();
+    }
+  });
 });
