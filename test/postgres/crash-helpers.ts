@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const fixture = fileURLToPath(new URL("./fixtures/generator-to-postgres.ts", import.meta.url));
+const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
 export interface FixtureRun {
@@ -13,9 +13,9 @@ export interface FixtureRun {
   output(): string;
 }
 
-/** Starts the fixture job in a child process (`node --import tsx`). */
-export function runFixture(env: Record<string, string>): FixtureRun {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture], {
+/** Starts a fixture job (default: generator → PostgresSink) in a child process (`node --import tsx`). */
+export function runFixture(env: Record<string, string>, fixture = "generator-to-postgres.ts"): FixtureRun {
+  const child = spawn(process.execPath, ["--import", "tsx", `${fixtures}${fixture}`], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

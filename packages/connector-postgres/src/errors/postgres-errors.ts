@@ -34,6 +34,18 @@ export const PostgresErrorReason = {
   invalidOption: "INVALID_OPTION",
   /** No `PostgresSink` ever registered this sink id in the control tables (an admin tool was given a wrong one). */
   unknownSinkId: "UNKNOWN_SINK_ID",
+  /**
+   * The server cannot stream changes: `wal_level` is not `logical`, or the role lacks the
+   * REPLICATION attribute, or no replication slot or WAL sender is free.
+   */
+  logicalReplicationUnavailable: "LOGICAL_REPLICATION_UNAVAILABLE",
+  /**
+   * A restored change source's replication slot is gone (dropped, or invalidated by
+   * `max_slot_wal_keep_size`): the changes since the checkpoint are no longer on the server.
+   */
+  replicationSlotLost: "REPLICATION_SLOT_LOST",
+  /** A table to capture is missing from the given publication, or has no primary key for the snapshot. */
+  publicationMismatch: "PUBLICATION_MISMATCH",
 } as const;
 
 /** One of the {@link PostgresErrorReason} values. */

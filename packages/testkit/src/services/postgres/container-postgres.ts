@@ -17,6 +17,8 @@ export interface ContainerPostgresOptions {
   image?: string;
   maxPreparedTransactions: number;
   startTimeoutMs: number;
+  /** "logical" for logical replication; the image's default otherwise. */
+  walLevel?: "replica" | "logical";
 }
 
 /**
@@ -43,6 +45,9 @@ export async function startContainerPostgres(options: ContainerPostgresOptions):
       `max_prepared_transactions=${options.maxPreparedTransactions}`,
       "-c",
       "fsync=off",
+      ...(options.walLevel === "logical"
+        ? ["-c", "wal_level=logical", "-c", "max_replication_slots=32"]
+        : []),
     ])
     .withStartupTimeout(options.startTimeoutMs)
     .start();
@@ -77,6 +82,7 @@ export async function startContainerPostgres(options: ContainerPostgresOptions):
     provider: "testcontainers",
     version: facts.version,
     maxPreparedTransactions: facts.maxPreparedTransactions,
+    walLevel: facts.walLevel,
     pid: undefined,
     workDir: undefined,
     async restart(restartOptions = {}) {

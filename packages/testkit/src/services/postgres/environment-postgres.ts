@@ -97,6 +97,7 @@ export async function useEnvironmentPostgres(
     provider: "environment",
     version: ready.version,
     maxPreparedTransactions: ready.maxPreparedTransactions,
+    walLevel: ready.walLevel,
     pid: undefined,
     workDir: undefined,
     restart: () =>

@@ -96,6 +96,8 @@ export interface LocalPostgresOptions {
   user: ServerUser;
   maxPreparedTransactions: number;
   startTimeoutMs: number;
+  /** "logical" for logical replication; the server's default otherwise. */
+  walLevel?: "replica" | "logical";
 }
 
 /**
@@ -126,7 +128,7 @@ class LocalPostgresServer {
   private port = 0;
   private postmasterPid: number | undefined;
   private cleanup: CleanupHandle | undefined;
-  private facts = { version: "unknown", maxPreparedTransactions: 0 };
+  private facts = { version: "unknown", maxPreparedTransactions: 0, walLevel: "unknown" };
 
   constructor(private readonly options: LocalPostgresOptions) {}
 
@@ -220,6 +222,7 @@ class LocalPostgresServer {
         // synchronous_commit stays on: an immediate stop would otherwise lose acknowledged commits.
         "fsync = off",
         "full_page_writes = off",
+        ...(this.options.walLevel === "logical" ? ["wal_level = logical", "max_replication_slots = 32"] : []),
         "",
       ].join("\n"),
     );
@@ -320,6 +323,7 @@ class LocalPostgresServer {
       provider: "local",
       version: this.facts.version,
       maxPreparedTransactions: this.facts.maxPreparedTransactions,
+      walLevel: this.facts.walLevel,
       get pid() {
         return server.postmasterPid;
       },

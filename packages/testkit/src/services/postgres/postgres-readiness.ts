@@ -12,6 +12,8 @@ import { loadPg } from "./pg-loader.js";
 export interface PostgresFacts {
   version: string;
   maxPreparedTransactions: number;
+  /** `wal_level`: "logical" is needed for logical replication (change data capture). */
+  walLevel: string;
 }
 
 /**
@@ -27,14 +29,20 @@ export async function readPostgresFacts(connectionString: string): Promise<Postg
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
-    const result = await client.query<{ server_version: string; max_prepared_transactions: string }>(
+    const result = await client.query<{
+      server_version: string;
+      max_prepared_transactions: string;
+      wal_level: string;
+    }>(
       "select current_setting('server_version') as server_version, " +
-        "current_setting('max_prepared_transactions') as max_prepared_transactions",
+        "current_setting('max_prepared_transactions') as max_prepared_transactions, " +
+        "current_setting('wal_level') as wal_level",
     );
     const row = result.rows[0];
     return {
       version: row?.server_version.split(" ")[0] ?? "unknown",
       maxPreparedTransactions: Number(row?.max_prepared_transactions ?? 0),
+      walLevel: row?.wal_level ?? "unknown",
     };
   } finally {
     await client.end();

@@ -23,6 +23,8 @@ export interface PostgresService {
   readonly version: string;
   /** The server's `max_prepared_transactions`. */
   readonly maxPreparedTransactions: number;
+  /** The server's `wal_level` ("replica", or "logical" when started with `walLevel: "logical"`). */
+  readonly walLevel: string;
   /** The postmaster's process id (local provider only; it changes on restart). */
   readonly pid: number | undefined;
   /** The temporary folder with the data directory, socket and log (local provider only). */
@@ -47,6 +49,12 @@ export interface PostgresService {
 export interface StartPostgresOptions {
   /** `max_prepared_transactions`; default 64. 0 starts a server without two-phase commit. */
   maxPreparedTransactions?: number;
+  /**
+   * `wal_level`; default the server's own (PostgreSQL's default is "replica"). "logical" starts a
+   * private server that can do logical replication (change data capture); a server that cannot is
+   * a `SERVICE_UNAVAILABLE` error that says so.
+   */
+  walLevel?: "replica" | "logical";
   /** Use only this provider instead of trying environment → testcontainers → local. */
   provider?: ProviderKind;
   /** This test restarts the server: skip `ONCEFLOW_POSTGRES_URL` and start a private one. */

@@ -46,7 +46,11 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     provider: options.provider,
     faultInjection: options.faultInjection,
     environmentExcludedBecause:
-      maxPrepared === 0 ? "maxPreparedTransactions: 0 needs a private server" : undefined,
+      maxPrepared === 0
+        ? "maxPreparedTransactions: 0 needs a private server"
+        : options.walLevel === "logical"
+          ? 'walLevel: "logical" needs a private server'
+          : undefined,
   });
   const decision = await chooseProvider("PostgreSQL", order, {
     environment: async () => probePostgresEnvironment(env),
@@ -71,17 +75,34 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
         image: options.image,
         maxPreparedTransactions: maxPrepared,
         startTimeoutMs,
+        walLevel: options.walLevel,
       });
       break;
     case "local":
       if (local === undefined) throw serviceUnavailable("local PostgreSQL probe gave no binaries");
-      service = await startLocalPostgres({ ...local, maxPreparedTransactions: maxPrepared, startTimeoutMs });
+      service = await startLocalPostgres({
+        ...local,
+        maxPreparedTransactions: maxPrepared,
+        startTimeoutMs,
+        walLevel: options.walLevel,
+      });
       break;
   }
+  if (options.walLevel === "logical" && service.walLevel !== "logical") {
+    const walLevel = service.walLevel;
+    await service.stop();
+    throw serviceUnavailable(
+      `PostgreSQL ${service.version} via ${service.provider} cannot do logical replication: it runs with ` +
+        `wal_level=${walLevel} although "logical" was asked for. Set wal_level = logical in postgresql.conf ` +
+        "(or -c wal_level=logical) and restart the server.",
+      { service: "postgres", walLevel },
+    );
+  }
   announceOnce(
-    `postgres|${service.provider}|${service.version}|${service.maxPreparedTransactions}`,
+    `postgres|${service.provider}|${service.version}|${service.maxPreparedTransactions}|${service.walLevel}`,
     `onceflow testkit: PostgreSQL ${service.version} via ${service.provider} (${decision.probe.detail}) at ` +
       `${service.host}:${service.port}, max_prepared_transactions=${service.maxPreparedTransactions}, ` +
+      `wal_level=${service.walLevel}, ` +
       `ready in ${Date.now() - started} ms`,
     options.writer ?? stderrWriter,
     env,
