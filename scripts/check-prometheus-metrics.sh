@@ -8,6 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v promtool >/dev/null || { echo "promtool not found: apt-get install prometheus" >&2; exit 1; }
+command -v curl >/dev/null || { echo "curl not found: apt-get install curl" >&2; exit 1; }
 work=$(mktemp -d)
 pid=""
 cleanup() {
@@ -32,7 +33,8 @@ done
 
 # Wait for the second completed checkpoint: every metric has been reported by then.
 for _ in $(seq 1 300); do
-  checkpoint=$(curl -fsS "$url" | sed -n 's/^onceflow_last_completed_checkpoint_id{[^}]*} \([0-9]*\)$/\1/p' | head -n 1)
+  # A scrape that fails now (the server still starting) is tried again, not the end of the script.
+  checkpoint=$({ curl -fsS "$url" 2>/dev/null || true; } | sed -n 's/^onceflow_last_completed_checkpoint_id{[^}]*} \([0-9]*\)$/\1/p' | head -n 1)
   [[ "${checkpoint:-0}" -ge 2 ]] && break
   sleep 0.1
 done

@@ -107,6 +107,8 @@ describe("onceflow-kafka transactions (the CLI, on the real broker)", { timeout:
         ),
       );
       expect(failure?.stderr).toMatch(new RegExp(`the prefixes they know are .*\\b${prefix}\\b`));
+      // Claims of a prefix (<prefix>-claim.<jobId>) are not prefixes of their own.
+      expect(failure?.stderr).not.toMatch(/-claim\./);
     }
     // A known prefix with nothing open for that long is a true all-clear.
     expect(await run("list", "--prefix", prefix, "--older-than", "3600000")).toBe("no transaction found\n");

@@ -151,10 +151,16 @@ const PREFIX_HELP =
 async function requireKnownPrefix(brokers: readonly string[], prefix: string): Promise<void> {
   const known = await listKafkaTransactions({ brokers: [...brokers] });
   if (known.some((transaction) => transaction.transactionalId.startsWith(prefix))) return;
-  // A KafkaSink's ids end in -<subtask>-<incarnation>-<slot>: what comes before is its prefix.
+  // A KafkaSink's ids end in -<subtask>-<incarnation>-<slot>, its claim of the prefix in
+  // -claim.<jobId>: what comes before is its prefix. The prefixes nearest the one given come first,
+  // so a typo's intended prefix is shown however many others the brokers know.
   const prefixes = [
-    ...new Set(known.map((transaction) => transaction.transactionalId.replace(/(-\d+)+$/, ""))),
-  ].sort();
+    ...new Set(
+      known.map((transaction) =>
+        transaction.transactionalId.replace(/-claim\..*$/s, "").replace(/(-\d+)+$/, ""),
+      ),
+    ),
+  ].sort((a, b) => commonStartLength(b, prefix) - commonStartLength(a, prefix) || a.localeCompare(b));
   const shown =
     prefixes.slice(0, 30).join(", ") + (prefixes.length > 30 ? ` … (${prefixes.length - 30} more)` : "");
   throw new ConfigurationError(
@@ -165,6 +171,12 @@ async function requireKnownPrefix(brokers: readonly string[], prefix: string): P
         : `the prefixes they know are ${shown}`
     }. A KafkaSink's prefix is its transactionalIdPrefix option`,
   );
+}
+
+function commonStartLength(a: string, b: string): number {
+  let length = 0;
+  while (length < a.length && length < b.length && a[length] === b[length]) length++;
+  return length;
 }
 
 function milliseconds(value: string): number {

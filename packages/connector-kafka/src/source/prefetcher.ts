@@ -2,7 +2,7 @@
 // prefetch buffer (bounded by `maxPrefetchBytes`) has room, the fetched chunks appended to each
 // partition's buffer, and recovery from failed fetches, per partition (offset out of range, not the
 // leader, deleted topic) or whole (broker unreachable), retried with backoff.
-import type { Logger } from "@onceflow/core";
+import { type Logger, OnceflowError } from "@onceflow/core";
 import {
   type FetchedPartition,
   type KafkaConnection,
@@ -191,14 +191,28 @@ export class Prefetcher {
       return;
     }
     if (!error.retriable) {
-      this.host.fail(
-        Object.assign(
-          new Error(`Fetch from ${state.topic} partition ${state.partition} failed: ${error.message}`, {
-            cause: error,
-          }),
-          { type: error.type, retriable: false },
-        ),
+      // Typed with a permanent code: fetching again cannot succeed (a missing ACL, corrupt data),
+      // so the job stops at once instead of restarting forever.
+      const corrupt = error.type === "CORRUPT_MESSAGE" || error.type === "INVALID_RECORD";
+      const failure = new OnceflowError(
+        corrupt ? "RECORD_REJECTED" : "CONFIGURATION",
+        `Fetch from ${state.topic} partition ${state.partition} at offset ${state.fetchOffset} failed for good: ` +
+          `${error.type} (${error.message}); ${
+            corrupt
+              ? "the broker holds data it cannot serve: start past it (startingOffsets: { specific }) or repair the partition"
+              : "fix the cause the broker names (for example the consumer's ACLs on the topic), then restart"
+          }`,
+        {
+          cause: error,
+          details: {
+            topic: state.topic,
+            partition: state.partition,
+            offset: String(state.fetchOffset),
+            brokerError: error.type,
+          },
+        },
       );
+      this.host.fail(Object.assign(failure, { type: error.type, retriable: false as const }));
       return;
     }
     // Not the leader, deleted topic (UNKNOWN_TOPIC_OR_PARTITION) …: the metadata says which.

@@ -10,7 +10,9 @@ import {
   type SourceReaderContext,
 } from "@onceflow/core";
 import type { Kafka, Producer } from "kafkajs";
-import { HEADER_LIST, NO_HEADERS, type RawRecord, viewsOf } from "../internal/kafkajs/internals.js";
+import { HEADER_LIST, type RawRecord } from "../protocol/raw-record.js";
+import { viewsOf } from "../protocol/record-batch-decoder.js";
+import { NO_HEADERS } from "../protocol/record-columns.js";
 import {
   type DeserializationContext,
   type Deserializer,

@@ -287,10 +287,22 @@ function isErrorDescription(value: object): boolean {
  * How {@link createConsoleLogger} writes a line: `text` for a person at a terminal
  * (`2026-01-02T03:04:05.678Z WARN message {"field":1}`), `json` for a log collector (one JSON object
  * per line: `{"time":"…","level":"warn","msg":"message","field":1}`, pino's field names).
+ *
+ * @example
+ * ```ts
+ * const format: LogFormat = process.stderr.isTTY ? "text" : "json";
+ * ```
  */
 export type LogFormat = "text" | "json";
 
-/** The levels a console logger can be set to: `silent` writes nothing. */
+/**
+ * The levels a console logger can be set to: `silent` writes nothing.
+ *
+ * @example
+ * ```ts
+ * const level: LogLevel = process.env.CI ? "warn" : "info";
+ * ```
+ */
 export type LogLevel = LogEntry["level"] | "silent";
 
 const LEVEL_ORDER = ["debug", "info", "warn", "error", "silent"] as const;

@@ -428,7 +428,7 @@ describe("rescale of windows", () => {
             splits: 5,
             generate: (i) => ({ user: `u${i % 30}`, at: i }),
             timestampOf: (i) => i,
-            recordsPerSecond: 20_000,
+            recordsPerSecond: 3_000,
           }),
           { uid: "clicks", watermarks: { timestampAssigner: (click) => click.at, maxOutOfOrderness: 50 } },
         )

@@ -11,8 +11,16 @@ import { loadPg } from "../services/postgres/pg-loader.js";
 const cli = fileURLToPath(new URL("./main.ts", import.meta.url));
 
 const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+// A test that failed half way: Ctrl-C first, so that the CLI stops the service it started.
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode !== null) continue;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGINT");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  }
 });
 
 interface Started {
@@ -24,9 +32,12 @@ interface Started {
 
 /** Spawns the CLI and resolves once it printed its environment line. */
 async function startCli(service: string): Promise<Started> {
-  // Without the testkit's own variables, so that the chain cannot pick a shared service.
+  // Without the addresses of services (a user's or the run's shared ones), so that the chain cannot
+  // pick one; the cache and binary locations stay.
   const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith("ONCEFLOW_")),
+    Object.entries(process.env).filter(
+      ([name]) => !(name.startsWith("ONCEFLOW_TESTKIT_") || /^ONCEFLOW_\w+_(URL|BROKERS)$/.test(name)),
+    ),
   );
   const child = spawn(process.execPath, ["--import", "tsx", cli, service, "--provider", "local"], {
     env,
