@@ -521,6 +521,8 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     assertName("jobId", jobId);
     await this.ensureTables();
     return readHistoryRows(this.handle.pool, this.history, jobId).catch((error: unknown) => {
+      // Tables made by hand before the history existed (createTables: false): no history yet.
+      if (sqlState(error) === SqlState.undefinedTable) return [];
       throw this.failed(error, "CHECKPOINT_FAILED", `reading the checkpoint history of job ${jobId}`);
     });
   }

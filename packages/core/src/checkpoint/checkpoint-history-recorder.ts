@@ -5,7 +5,8 @@ import type { CheckpointStorage } from "./checkpoint-storage.js";
 /**
  * Records the checkpoint history of one scope in its storage without making a checkpoint wait: each
  * entry is handed to `recordHistory` in the background, in order, one after another. A failure to
- * record is logged and never fails a checkpoint — the history is for people, not for restoring.
+ * record is logged (at `warn` the first time, then at `debug`) and never fails a checkpoint — the
+ * history is for people, not for restoring.
  * `flush` waits for what is still being written (at shutdown).
  *
  * @example
@@ -17,6 +18,7 @@ import type { CheckpointStorage } from "./checkpoint-storage.js";
  */
 export class CheckpointHistoryRecorder {
   private writing: Promise<void> = Promise.resolve();
+  private warned = false;
 
   constructor(
     private readonly storage: CheckpointStorage,
@@ -28,9 +30,11 @@ export class CheckpointHistoryRecorder {
     this.writing = this.writing
       .then(() => this.storage.recordHistory(entry, this.keep))
       .catch((error: unknown) => {
-        this.logger.warn(
+        const level = this.warned ? "debug" : "warn";
+        this.warned = true;
+        this.logger[level](
           { checkpointId: entry.checkpointId, kind: entry.kind, err: error },
-          "could not record the checkpoint history (the checkpoint itself is not affected)",
+          "could not record the checkpoint history (the checkpoints themselves are not affected)",
         );
       });
   }
