@@ -39,7 +39,17 @@ interface HistoryEntryBase {
   readonly incarnation?: number;
 }
 
-/** A checkpoint that was stored. */
+/**
+ * A checkpoint that was stored.
+ *
+ * @example
+ * ```ts
+ * const entry: CompletedCheckpointEntry = {
+ *   kind: "completed", jobId: "orders", scope: "all", checkpointId: 12, triggeredAt: 1_700_000_000_000,
+ *   at: 1_700_000_000_040, sizeBytes: 2048, parallelism: 2, isFinal: false, lineage: 0, incarnation: 3,
+ * };
+ * ```
+ */
 export interface CompletedCheckpointEntry extends HistoryEntryBase {
   readonly kind: "completed";
   /** When it was triggered (ms since the epoch). */
@@ -50,7 +60,17 @@ export interface CompletedCheckpointEntry extends HistoryEntryBase {
   readonly lineage: number;
 }
 
-/** A checkpoint that did not complete. */
+/**
+ * A checkpoint that did not complete.
+ *
+ * @example
+ * ```ts
+ * const entry: FailedCheckpointEntry = {
+ *   kind: "failed", jobId: "orders", scope: "all", checkpointId: 13, at: Date.now(),
+ *   reason: "checkpoint 13: its store did not finish within the checkpoint timeout (600000 ms)", definitive: true,
+ * };
+ * ```
+ */
 export interface FailedCheckpointEntry extends HistoryEntryBase {
   readonly kind: "failed";
   /** Why it failed: the error's message. */
@@ -59,7 +79,14 @@ export interface FailedCheckpointEntry extends HistoryEntryBase {
   readonly definitive: boolean;
 }
 
-/** A process (or in-process restart) that restored a checkpoint. */
+/**
+ * A process (or in-process restart) that restored a checkpoint.
+ *
+ * @example
+ * ```ts
+ * const entry: RestoredCheckpointEntry = { kind: "restored", jobId: "orders", scope: "all", checkpointId: 12, at: Date.now(), lineage: 0, incarnation: 4 };
+ * ```
+ */
 export interface RestoredCheckpointEntry extends HistoryEntryBase {
   readonly kind: "restored";
   readonly lineage: number;
