@@ -16,7 +16,7 @@ function newStorage(table = uniqueName("ckpt")): PostgresCheckpointStorage {
 
 afterAll(async () => {
   for (const table of created)
-    await sql(url, `DROP TABLE IF EXISTS ${table}_state, ${table}_owner, ${table}`);
+    await sql(url, `DROP TABLE IF EXISTS ${table}_state, ${table}_owner, ${table}_log, ${table}`);
 });
 
 describeCheckpointStorageContract("PostgresCheckpointStorage", async () => newStorage(), {

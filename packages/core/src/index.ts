@@ -27,6 +27,19 @@ export {
   subtaskEntriesOf,
   verifySubtaskStates,
 } from "./checkpoint/checkpoint-files.js";
+export type {
+  CheckpointHistoryEntry,
+  CompletedCheckpointEntry,
+  FailedCheckpointEntry,
+  RestoredCheckpointEntry,
+} from "./checkpoint/checkpoint-history-entries.js";
+export {
+  assertHistorySize,
+  compareHistoryEntries,
+  DEFAULT_CHECKPOINT_HISTORY_SIZE,
+  parseHistoryEntry,
+  validateHistoryEntry,
+} from "./checkpoint/checkpoint-history-entries.js";
 // Checkpoints
 export type {
   CheckpointMetadata,

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   CheckpointError,
+  type CheckpointHistoryEntry,
   type CheckpointMetadata,
   type CheckpointStorage,
   type ClaimIncarnationOptions,
@@ -18,6 +19,7 @@ import { type TableName, tableName } from "../sql/identifiers.js";
 import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { openPool, type PoolHandle, type PostgresConnectionOptions, withClient } from "../sql/pool.js";
 import { asPermissionError } from "../sql/table-schema.js";
+import { historyTableStatement, readHistoryRows, recordHistoryRow } from "./postgres-checkpoint-history.js";
 
 /**
  * Settings of {@link PostgresCheckpointStorage}.
@@ -32,7 +34,8 @@ export interface PostgresCheckpointStorageOptions extends PostgresConnectionOpti
   readonly schema?: string;
   /**
    * Table of checkpoint metadata (default `onceflow_checkpoints`); states go to `<table>_state`,
-   * and the newest incarnation of each scope (see `claimIncarnation`) to `<table>_owner`.
+   * the newest incarnation of each scope (see `claimIncarnation`) to `<table>_owner`, and the
+   * checkpoint history (see `recordHistory`) to `<table>_log`.
    */
   readonly table?: string;
   /** Create the tables when missing (default `true`). Turn off when the role may not run DDL. */
@@ -45,6 +48,11 @@ export interface PostgresCheckpointStorageOptions extends PostgresConnectionOpti
 const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 /** The `<table>_owner` row that holds a job's incarnation series: no scope name starts with a dot. */
 const SERIES_SCOPE = ".series";
+
+function validateEntryNames(entry: CheckpointHistoryEntry): void {
+  assertName("jobId", entry.jobId);
+  assertName("scope", entry.scope);
+}
 
 function assertName(setting: "jobId" | "scope", name: string): void {
   if (typeof name !== "string" || !SAFE_NAME.test(name)) {
@@ -130,6 +138,8 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
   private readonly states: TableName;
   /** The newest incarnation of each scope, and (scope `''`) the last number handed out per job. */
   private readonly owners: TableName;
+  /** The checkpoint history: completed, failed and restored checkpoints, kept past retention. */
+  private readonly history: TableName;
   private readonly createTables: boolean;
   private ready: Promise<void> | undefined;
 
@@ -146,6 +156,7 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
     this.checkpoints = tableName(schema, table);
     this.states = tableName(schema, `${table}_state`);
     this.owners = tableName(schema, `${table}_owner`);
+    this.history = tableName(schema, `${table}_log`);
     this.createTables = options.createTables ?? true;
     this.description = `postgres:${this.handle.where}/${schema}.${table}`;
   }
@@ -482,6 +493,41 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
   }
 
   /**
+   * Records a history entry in `<table>_log` and deletes the scope's entries beyond the newest
+   * `keep`, in one statement. See {@link CheckpointStorage.recordHistory}.
+   *
+   * @example
+   * ```ts
+   * await storage.recordHistory({ kind: "restored", jobId: "orders", scope: "all", checkpointId: 9, at: Date.now(), lineage: 0 }, 100);
+   * ```
+   */
+  async recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void> {
+    validateEntryNames(entry);
+    await this.ensureTables();
+    await recordHistoryRow(this.handle.pool, this.history, entry, keep).catch((error: unknown) => {
+      throw this.failed(error, "CHECKPOINT_FAILED", `recording the checkpoint history of job ${entry.jobId}`);
+    });
+  }
+
+  /**
+   * The job's checkpoint history from `<table>_log`, oldest first. See {@link CheckpointStorage.readHistory}.
+   *
+   * @example
+   * ```ts
+   * const history = await storage.readHistory("orders");
+   * ```
+   */
+  async readHistory(jobId: string): Promise<CheckpointHistoryEntry[]> {
+    assertName("jobId", jobId);
+    await this.ensureTables();
+    return readHistoryRows(this.handle.pool, this.history, jobId).catch((error: unknown) => {
+      // Tables made by hand before the history existed (createTables: false): no history yet.
+      if (sqlState(error) === SqlState.undefinedTable) return [];
+      throw this.failed(error, "CHECKPOINT_FAILED", `reading the checkpoint history of job ${jobId}`);
+    });
+  }
+
+  /**
    * Ends the pool when the storage created it.
    *
    * @example
@@ -537,6 +583,7 @@ export class PostgresCheckpointStorage implements CheckpointStorage {
          job_id text NOT NULL, scope text NOT NULL, incarnation bigint NOT NULL,
          claimed_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (job_id, scope))`,
+      historyTableStatement(this.history),
     ];
     for (const statement of statements) {
       try {

@@ -2,6 +2,7 @@ import { CheckpointError, ConfigurationError, isOnceflowError } from "../errors/
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
 import type { Subtask } from "../runtime/subtask.js";
+import type { CheckpointHistoryRecorder } from "./checkpoint-history-recorder.js";
 import type { CheckpointStorage } from "./checkpoint-storage.js";
 import { createCompletedCheckpoint } from "./completed-checkpoint.js";
 import { retainLatestCheckpoints } from "./retention.js";
@@ -15,6 +16,8 @@ export interface ResolvedCheckpointing {
   readonly minPauseBetween: number;
   readonly tolerableFailures: number;
   readonly retained: number;
+  /** How many history entries the storage keeps per scope. */
+  readonly history: number;
 }
 
 export interface CheckpointCoordinatorOptions {
@@ -37,6 +40,8 @@ export interface CheckpointCoordinatorOptions {
   readonly metrics: Metrics;
   /** Called when checkpointing fails beyond `tolerableFailures`: the attempt must fail. */
   readonly onFailure: (error: unknown) => void;
+  /** Where completed and failed checkpoints are recorded, when checkpointing is on. */
+  readonly history?: CheckpointHistoryRecorder;
   /** Called when a checkpoint is stored (completed), with the time it completed (ms since the epoch). */
   readonly onCompleted?: (checkpointId: number, completedAt: number) => void;
 }
@@ -277,6 +282,16 @@ export class CheckpointCoordinator {
     this.failures.inc(1, { job: this.options.jobId });
     const definitive = error instanceof CheckpointFailure && error.definitive;
     if (definitive) this.markFailed(checkpointId);
+    this.options.history?.record({
+      kind: "failed",
+      jobId: this.options.jobId,
+      scope: this.options.scope,
+      checkpointId,
+      at: Date.now(),
+      reason: messageOf(error),
+      definitive,
+      incarnation: this.incarnation,
+    });
     this.options.logger.warn(
       { checkpointId, err: error, definitive, consecutiveFailures: this.consecutiveFailures + 1 },
       definitive
@@ -405,6 +420,20 @@ export class CheckpointCoordinator {
     const completedAt = Date.now();
     this.lastCompletedTimestamp.set(completedAt / 1000, { job: this.options.jobId });
     this.options.onCompleted?.(checkpointId, completedAt);
+    // Not awaited: the history is written after the checkpoint, never within it.
+    this.options.history?.record({
+      kind: "completed",
+      jobId: metadata.jobId,
+      scope: metadata.scope,
+      checkpointId,
+      at: completedAt,
+      triggeredAt,
+      sizeBytes: bytes,
+      parallelism,
+      isFinal,
+      lineage: this.options.lineage,
+      incarnation: metadata.incarnation,
+    });
     this.options.logger.info(
       { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
       "checkpoint completed",

@@ -1,3 +1,5 @@
+import type { CheckpointHistoryEntry } from "./checkpoint-history-entries.js";
+
 /**
  * Where a subtask's share of a checkpoint is described in the metadata.
  *
@@ -150,6 +152,29 @@ export interface CheckpointStorage {
    * ```
    */
   describeIncarnations(jobId: string): Promise<IncarnationSeries>;
+  /**
+   * Records one fact of the job's checkpoint history — a checkpoint completed, failed (with its
+   * reason) or restored — and keeps only the newest `keep` entries of its scope. The history is kept
+   * apart from the checkpoints: `discard` (retention) never removes an entry. It is for people (the
+   * dashboard, `onceflow checkpoints list`), never for restoring, so it need not be durable at
+   * once: the coordinator records without waiting, after a checkpoint completed.
+   *
+   * @example
+   * ```ts
+   * await storage.recordHistory({ kind: "restored", jobId: "orders", scope: "all", checkpointId: 12, at: Date.now(), lineage: 0 }, 100);
+   * ```
+   */
+  recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void>;
+  /**
+   * The job's recorded history, every scope, oldest first (see `compareHistoryEntries`): at most
+   * `keep` entries per scope, those of checkpoints long discarded included. Empty for a job never seen.
+   *
+   * @example
+   * ```ts
+   * const failed = (await storage.readHistory("orders")).filter((entry) => entry.kind === "failed");
+   * ```
+   */
+  readHistory(jobId: string): Promise<CheckpointHistoryEntry[]>;
   close?(): Promise<void>;
 }
 

@@ -27,6 +27,7 @@ export function defaultInitialDelay(interval: number): number {
  * | `setMaxConcurrentCheckpoints` | `maxConcurrent` (only 1 is supported) |
  * | `setTolerableCheckpointFailureNumber` | `tolerableFailures` (default 0) |
  * | `state.checkpoints.num-retained` | `retained` (default 3) |
+ * | `web.checkpoints.history` | `history` (default 100 per scope, kept in the storage) |
  * | the random first delay in [`minPauseBetween`, `interval`] (`CheckpointCoordinator#getRandomInitDelay`) | `initialDelay` (default `min(interval, 200)`, not random) |
  *
  * @example
@@ -50,7 +51,14 @@ export interface CheckpointingOptions {
   readonly minPauseBetween?: number;
   readonly maxConcurrent?: number;
   readonly tolerableFailures?: number;
+  /** How many checkpoints to keep restorable per scope (default 3). */
   readonly retained?: number;
+  /**
+   * How many facts of the checkpoint history (completed, failed with the reason, restored) the
+   * storage keeps per scope, apart from the retained checkpoints — what the dashboard and
+   * `onceflow checkpoints list` show (default 100).
+   */
+  readonly history?: number;
   /** `"memory"` (tests), `filesystem(path)` (the default, under `./.onceflow/checkpoints`), or any storage. */
   readonly storage?: CheckpointStorage | "memory";
 }

@@ -25,6 +25,7 @@ import {
   validateCheckpointForStore,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
+import type { CheckpointHistoryEntry } from "./checkpoint-history-entries.js";
 import type {
   CheckpointMetadata,
   CheckpointStorage,
@@ -32,6 +33,7 @@ import type {
   CompletedCheckpoint,
   IncarnationSeries,
 } from "./checkpoint-storage.js";
+import { FileSystemCheckpointHistory } from "./filesystem-checkpoint-history.js";
 import { FileSystemIncarnations } from "./filesystem-incarnations.js";
 import { fencingScopeOf } from "./incarnation.js";
 
@@ -134,6 +136,7 @@ export interface FileSystemCheckpointStorageOptions {
  *                                      /_metadata.json      (pretty JSON, written last)
  * <root>/<jobId>/.incarnations/<n>/scope                    (the scope incarnation n runs)
  *                                 /staging/               (where incarnation n writes; gone once fenced)
+ * <root>/<jobId>/.history/<scope>.jsonl                     (the checkpoint history, JSON lines)
  * ```
  *
  * Incarnations ({@link FileSystemCheckpointStorage.claimIncarnation}) fence with one atomic rename:
@@ -163,6 +166,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   /** {@link FileSystemCheckpointStorage.prepareScope}'s work, so a store does not wait for a `mkdir`. */
   private readonly preparedScopes = new Map<string, Promise<void>>();
   private readonly incarnations: FileSystemIncarnations;
+  private readonly history: FileSystemCheckpointHistory;
   private readonly corruptCheckpoints: "fail" | "skip";
 
   constructor(root: string, options: FileSystemCheckpointStorageOptions = {}) {
@@ -172,6 +176,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     this.root = resolve(root);
     this.description = `filesystem:${this.root}`;
     this.incarnations = new FileSystemIncarnations(this.root, this.description);
+    this.history = new FileSystemCheckpointHistory(this.root);
     this.corruptCheckpoints = options.corruptCheckpoints ?? "fail";
     if (this.corruptCheckpoints !== "fail" && this.corruptCheckpoints !== "skip") {
       throw new ConfigurationError(
@@ -471,6 +476,18 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
    */
   describeIncarnations(jobId: string): Promise<IncarnationSeries> {
     return this.incarnations.describe(jobId);
+  }
+
+  /**
+   * Appends to `<root>/<jobId>/.history/<scope>.jsonl` without fsync (see
+   * {@link CheckpointStorage.recordHistory}); a crash may lose the last entries, never the file.
+   */
+  recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void> {
+    return this.history.record(entry, keep);
+  }
+
+  readHistory(jobId: string): Promise<CheckpointHistoryEntry[]> {
+    return this.history.read(jobId);
   }
 
   private scopeDirectory(jobId: string, scope: string): string {

@@ -9,6 +9,12 @@ import {
   validateCheckpointForStore,
   verifySubtaskStates,
 } from "./checkpoint-files.js";
+import {
+  assertHistorySize,
+  type CheckpointHistoryEntry,
+  compareHistoryEntries,
+  validateHistoryEntry,
+} from "./checkpoint-history-entries.js";
 import type {
   CheckpointMetadata,
   CheckpointStorage,
@@ -43,6 +49,8 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
   private readonly lastIncarnation = new Map<string, number>();
   /** One series per job and storage instance: a new instance is a reset storage. */
   private readonly series = new Map<string, string>();
+  /** The checkpoint history of each `jobId/scope`, as JSON lines, oldest first. */
+  private readonly history = new Map<string, string[]>();
 
   async store(checkpoint: CompletedCheckpoint): Promise<void> {
     const metadataJson = validateCheckpointForStore(checkpoint);
@@ -118,6 +126,27 @@ export class MemoryCheckpointStorage implements CheckpointStorage {
       this.series.set(jobId, series);
     }
     return { series, newest: this.lastIncarnation.get(jobId) ?? 0 };
+  }
+
+  async recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void> {
+    validateHistoryEntry(entry);
+    assertHistorySize(keep);
+    const key = `${entry.jobId}/${entry.scope}`;
+    const entries = this.history.get(key) ?? [];
+    entries.push(JSON.stringify(entry));
+    if (entries.length > keep) entries.splice(0, entries.length - keep);
+    this.history.set(key, entries);
+  }
+
+  async readHistory(jobId: string): Promise<CheckpointHistoryEntry[]> {
+    assertCheckpointName("jobId", jobId);
+    const prefix = `${jobId}/`;
+    const found: CheckpointHistoryEntry[] = [];
+    for (const [key, entries] of this.history) {
+      if (key.startsWith(prefix))
+        for (const line of entries) found.push(JSON.parse(line) as CheckpointHistoryEntry);
+    }
+    return found.sort(compareHistoryEntries);
   }
 
   async claimedScopes(jobId: string): Promise<string[]> {

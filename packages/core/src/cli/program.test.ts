@@ -128,6 +128,98 @@ describe("onceflow checkpoints list", () => {
     expect(listed.map((m) => `${m.jobId}/${m.checkpointId}`)).toEqual(["orders/1", "orders/2"]);
   });
 
+  it("shows the checkpoint history kept past retention: discarded checkpoints, failures with their reason, restores", async () => {
+    const dir = await writeCheckpoints();
+    const storage = filesystem(join(cwd, dir));
+    const base = { jobId: "orders", scope: "all", incarnation: 1, parallelism: 2, lineage: 0 };
+    await storage.recordHistory(
+      {
+        ...base,
+        kind: "completed",
+        checkpointId: 1,
+        triggeredAt: 1_700_000_001_000,
+        at: 1_700_000_001_500,
+        sizeBytes: 2100,
+        isFinal: false,
+      },
+      100,
+    );
+    await storage.recordHistory(
+      {
+        ...base,
+        kind: "completed",
+        checkpointId: 2,
+        triggeredAt: 1_700_000_002_000,
+        at: 1_700_000_002_500,
+        sizeBytes: 2220,
+        isFinal: true,
+      },
+      100,
+    );
+    await storage.recordHistory(
+      {
+        jobId: "orders",
+        scope: "all",
+        kind: "failed",
+        checkpointId: 3,
+        at: 1_700_000_003_000,
+        reason: "checkpoint 3: its snapshots timed out",
+        definitive: true,
+        incarnation: 1,
+      },
+      100,
+    );
+    await storage.recordHistory(
+      {
+        jobId: "orders",
+        scope: "all",
+        kind: "restored",
+        checkpointId: 2,
+        at: 1_700_000_004_000,
+        lineage: 0,
+        incarnation: 2,
+      },
+      100,
+    );
+    await storage.discard("orders", "all", 1);
+    const run = await cli(cwd, ["checkpoints", "list", dir, "--job", "orders"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const [retained, history] = run.stdout.trimEnd().split("\n\n");
+    expect(
+      retained
+        ?.split("\n")
+        .slice(1)
+        .map((line) => line.split(/\s{2,}/)),
+    ).toEqual([["orders", "all", "2", "2023-11-14T22:13:22.500Z", "2", "2.2 KiB", "yes"]]);
+    const lines = history?.split("\n") ?? [];
+    expect(lines[0]).toBe("checkpoint history (kept past retention, oldest first):");
+    expect(lines[1]).toMatch(/^JOB\s+SCOPE\s+ID\s+AT\s+EVENT\s+DETAIL$/);
+    expect(lines.slice(2).map((line) => line.split(/\s{2,}/))).toEqual([
+      ["orders", "all", "1", "2023-11-14T22:13:21.500Z", "completed", "500 ms, 2.1 KiB, discarded"],
+      ["orders", "all", "2", "2023-11-14T22:13:22.500Z", "completed", "500 ms, 2.2 KiB, final, retained"],
+      [
+        "orders",
+        "all",
+        "3",
+        "2023-11-14T22:13:23.000Z",
+        "failed",
+        "never restorable: checkpoint 3: its snapshots timed out",
+      ],
+      ["orders", "all", "2", "2023-11-14T22:13:24.000Z", "restored", "lineage 0, incarnation 2"],
+    ]);
+  });
+
+  it("warns on a job id the storage does not know, naming the known ones", async () => {
+    const dir = await writeCheckpoints();
+    const run = await cli(cwd, ["checkpoints", "list", dir, "--job", "ordres"]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe(
+      `warning: filesystem:${join(cwd, dir)} has no checkpoint, checkpoint history or incarnation of job "ordres": is the job id right; known jobs: orders, payments?\n`,
+    );
+    expect(run.stdout).toBe(`no completed checkpoints of job ordres in ${join(cwd, dir)}\n`);
+  });
+
   it("says so when there is nothing", async () => {
     await mkdir(join(cwd, "empty"));
     const run = await cli(cwd, ["checkpoints", "list", "empty"]);

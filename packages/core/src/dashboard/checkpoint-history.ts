@@ -4,6 +4,10 @@ import {
   readSinkTransactions,
   splitPositionsOf,
 } from "../checkpoint/checkpoint-contents.js";
+import type {
+  CheckpointHistoryEntry,
+  CompletedCheckpointEntry,
+} from "../checkpoint/checkpoint-history-entries.js";
 import type { CheckpointMetadata, CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 
 /** One completed checkpoint as the dashboard charts it. */
@@ -34,6 +38,25 @@ export interface MissingCheckpoint {
   readonly at: number;
 }
 
+/** A checkpoint that failed, as the storage's history recorded it (with the reason). */
+export interface FailedCheckpoint {
+  readonly checkpointId: number;
+  readonly scope: string;
+  readonly at: number;
+  readonly reason: string;
+  /** True when it can never be restored; false when whether its store landed was unknown. */
+  readonly definitive: boolean;
+}
+
+/** A restore (a process start or an in-process restart that restored a checkpoint), from the history. */
+export interface CheckpointRestore {
+  readonly checkpointId: number;
+  readonly scope: string;
+  readonly at: number;
+  readonly lineage: number;
+  readonly incarnation: number | undefined;
+}
+
 /** One incarnation (a process or an in-process restart) as seen in the checkpoints it wrote. */
 export interface IncarnationSummary {
   readonly scope: string;
@@ -61,11 +84,18 @@ export interface CheckpointHistory {
   readonly jobId: string;
   readonly storage: string;
   readonly generatedAt: number;
+  /** The retained checkpoints and those the history recorded before them (up to `checkpointing.history` per scope). */
   readonly checkpoints: readonly CheckpointPoint[];
+  /** How many of `checkpoints` are still retained (restorable). */
+  readonly retained: number;
   readonly missing: readonly MissingCheckpoint[];
+  readonly failures: readonly FailedCheckpoint[];
+  readonly restores: readonly CheckpointRestore[];
   readonly incarnations: readonly IncarnationSummary[];
   readonly claimedScopes: readonly string[];
   readonly latest: readonly LatestCheckpointContents[];
+  /** Set when the storage knows nothing of the job: no checkpoint, no history, no incarnation. */
+  readonly warning?: string;
 }
 
 /** A latest checkpoint's contents as loaded (the ages are computed at each read). */
@@ -76,10 +106,15 @@ type StoredContents = Omit<LatestCheckpointContents, "transactions"> & {
 // A longer run of missing ids is shown as its first ones only (the chart cannot show more anyway).
 const MAX_MISSING_PER_GAP = 20;
 
+/** The facts of one completed checkpoint, from its metadata or from a history entry. */
+type CompletedFacts = Omit<CheckpointPoint, "afterRestart" | "durationMs">;
+
 /**
  * Reads a job's checkpoint history from its storage for the dashboard: every completed checkpoint
- * (time, duration, size, incarnation), the ids that never completed, the incarnations, and the
- * contents of each scope's latest checkpoint. Read-only: it only lists and loads. The latest
+ * (time, duration, size, incarnation) — the retained ones and those the storage's history keeps
+ * after retention discarded them — the failures with their reasons, the restores, the ids that never
+ * completed, the incarnations, and the contents of each scope's latest checkpoint. Read-only: it
+ * only lists, loads and reads the history. The latest
  * checkpoints' contents are cached by id, so polling does not load the same state again.
  *
  * @example
@@ -98,19 +133,24 @@ export class CheckpointHistoryReader {
 
   async read(now: number = Date.now()): Promise<CheckpointHistory> {
     const listed = await this.storage.list(this.jobId);
+    const recorded = await this.storage.readHistory(this.jobId);
     const claimedScopes = await this.storage.claimedScopes(this.jobId);
-    const byScope = groupByScope(listed);
+    const failures = recorded.filter((e) => e.kind === "failed").map(failureOf);
+    const restores = recorded.filter((e) => e.kind === "restored").map(restoreOf);
+    const failedIds = new Set(failures.map((f) => `${f.scope}#${f.checkpointId}`));
     const checkpoints: CheckpointPoint[] = [];
     const missing: MissingCheckpoint[] = [];
     const incarnations: IncarnationSummary[] = [];
-    const latest: LatestCheckpointContents[] = [];
-    const cache = new Map<string, StoredContents>();
-    for (const [scope, metadata] of byScope) {
-      let previous: CheckpointMetadata | undefined;
-      for (const m of metadata) {
+    for (const [scope, facts] of groupByScope(mergeCompleted(listed, recorded))) {
+      let previous: CompletedFacts | undefined;
+      for (const m of facts) {
         const afterRestart = previous !== undefined && previous.incarnation !== m.incarnation;
-        checkpoints.push(pointOf(m, afterRestart));
-        if (previous !== undefined) missing.push(...missingBetween(previous, m));
+        checkpoints.push({ ...m, durationMs: Math.max(0, m.completedAt - m.triggeredAt), afterRestart });
+        if (previous !== undefined) {
+          missing.push(
+            ...missingBetween(previous, m).filter((g) => !failedIds.has(`${g.scope}#${g.checkpointId}`)),
+          );
+        }
         const current = incarnations.at(-1);
         if (current !== undefined && current.scope === scope && current.incarnation === m.incarnation) {
           incarnations[incarnations.length - 1] = {
@@ -122,7 +162,7 @@ export class CheckpointHistoryReader {
           incarnations.push({
             scope,
             incarnation: m.incarnation,
-            lineage: m.lineage ?? 0,
+            lineage: m.lineage,
             firstCheckpointId: m.checkpointId,
             lastCheckpointId: m.checkpointId,
             firstCompletedAt: m.completedAt,
@@ -131,26 +171,33 @@ export class CheckpointHistoryReader {
         }
         previous = m;
       }
-      if (previous !== undefined) {
-        const contents = await this.contentsOf(previous);
-        cache.set(keyOf(previous), contents);
-        latest.push({
-          ...contents,
-          transactions: contents.transactions.map((t) => ({ ...t, ageMs: Math.max(0, now - t.startedAt) })),
-        });
-      }
+    }
+    const latest: LatestCheckpointContents[] = [];
+    const cache = new Map<string, StoredContents>();
+    for (const metadata of latestOfEachScope(listed)) {
+      const contents = await this.contentsOf(metadata);
+      cache.set(keyOf(metadata), contents);
+      latest.push({
+        ...contents,
+        transactions: contents.transactions.map((t) => ({ ...t, ageMs: Math.max(0, now - t.startedAt) })),
+      });
     }
     this.cache = cache;
     checkpoints.sort((a, b) => a.completedAt - b.completedAt || a.checkpointId - b.checkpointId);
+    const unknown = listed.length === 0 && recorded.length === 0 && claimedScopes.length === 0;
     return {
       jobId: this.jobId,
       storage: this.storage.description,
       generatedAt: now,
       checkpoints,
+      retained: listed.length,
       missing,
+      failures,
+      restores,
       incarnations,
       claimedScopes,
       latest,
+      ...(unknown ? { warning: await unknownJobWarning(this.storage, this.jobId) } : {}),
     };
   }
 
@@ -182,36 +229,101 @@ function keyOf(metadata: CheckpointMetadata): string {
   return `${metadata.scope}#${metadata.checkpointId}`;
 }
 
-function groupByScope(listed: readonly CheckpointMetadata[]): Map<string, CheckpointMetadata[]> {
-  const byScope = new Map<string, CheckpointMetadata[]>();
-  for (const metadata of listed) {
-    const list = byScope.get(metadata.scope) ?? [];
-    list.push(metadata);
-    byScope.set(metadata.scope, list);
+/**
+ * Says that the storage knows nothing of `jobId` — a mistyped id shows an empty page otherwise —
+ * naming the jobs it does know when it can list them (`FileSystemCheckpointStorage.listJobs`).
+ *
+ * @example
+ * ```ts
+ * await unknownJobWarning(filesystem("./checkpoints"), "ordres"); // "… known jobs: orders"
+ * ```
+ */
+export async function unknownJobWarning(storage: CheckpointStorage, jobId: string): Promise<string> {
+  const lister = (storage as { listJobs?: () => Promise<string[]> }).listJobs;
+  const known = typeof lister === "function" ? await lister.call(storage).catch(() => undefined) : undefined;
+  const which =
+    known === undefined
+      ? ""
+      : known.length === 0
+        ? "; it holds no job yet"
+        : `; known jobs: ${known.join(", ")}`;
+  return `${storage.description} has no checkpoint, checkpoint history or incarnation of job ${JSON.stringify(jobId)}: is the job id right${which}?`;
+}
+
+/** The completed checkpoints of both sources, one per scope and id (the metadata wins). */
+function mergeCompleted(
+  listed: readonly CheckpointMetadata[],
+  recorded: readonly CheckpointHistoryEntry[],
+): CompletedFacts[] {
+  const byKey = new Map<string, CompletedFacts>();
+  for (const entry of recorded) {
+    if (entry.kind === "completed") byKey.set(`${entry.scope}#${entry.checkpointId}`, factsOfEntry(entry));
+  }
+  for (const m of listed) byKey.set(keyOf(m), factsOfMetadata(m));
+  return [...byKey.values()];
+}
+
+function groupByScope(facts: readonly CompletedFacts[]): Map<string, CompletedFacts[]> {
+  const byScope = new Map<string, CompletedFacts[]>();
+  for (const fact of facts) {
+    const list = byScope.get(fact.scope) ?? [];
+    list.push(fact);
+    byScope.set(fact.scope, list);
   }
   for (const list of byScope.values()) list.sort((a, b) => a.checkpointId - b.checkpointId);
   return new Map([...byScope].sort(([a], [b]) => a.localeCompare(b)));
 }
 
-function pointOf(m: CheckpointMetadata, afterRestart: boolean): CheckpointPoint {
+function latestOfEachScope(listed: readonly CheckpointMetadata[]): CheckpointMetadata[] {
+  const latest = new Map<string, CheckpointMetadata>();
+  for (const m of listed) {
+    const current = latest.get(m.scope);
+    if (current === undefined || current.checkpointId < m.checkpointId) latest.set(m.scope, m);
+  }
+  return [...latest.values()].sort((a, b) => a.scope.localeCompare(b.scope));
+}
+
+function factsOfMetadata(m: CheckpointMetadata): CompletedFacts {
   return {
     checkpointId: m.checkpointId,
     scope: m.scope,
     triggeredAt: m.triggeredAt,
     completedAt: m.completedAt,
-    durationMs: Math.max(0, m.completedAt - m.triggeredAt),
     sizeBytes: m.subtasks.reduce((sum, entry) => sum + entry.stateBytes, 0),
     parallelism: m.parallelism,
     isFinal: m.isFinal,
     incarnation: m.incarnation,
     lineage: m.lineage ?? 0,
-    afterRestart,
   };
+}
+
+function factsOfEntry(entry: CompletedCheckpointEntry): CompletedFacts {
+  return {
+    checkpointId: entry.checkpointId,
+    scope: entry.scope,
+    triggeredAt: entry.triggeredAt,
+    completedAt: entry.at,
+    sizeBytes: entry.sizeBytes,
+    parallelism: entry.parallelism,
+    isFinal: entry.isFinal,
+    incarnation: entry.incarnation,
+    lineage: entry.lineage,
+  };
+}
+
+function failureOf(entry: CheckpointHistoryEntry & { kind: "failed" }): FailedCheckpoint {
+  const { checkpointId, scope, at, reason, definitive } = entry;
+  return { checkpointId, scope, at, reason, definitive };
+}
+
+function restoreOf(entry: CheckpointHistoryEntry & { kind: "restored" }): CheckpointRestore {
+  const { checkpointId, scope, at, lineage, incarnation } = entry;
+  return { checkpointId, scope, at, lineage, incarnation };
 }
 
 // Ids only grow within a scope and are never reused by the attempts of one process, so an id
 // between two stored ones was triggered and failed (or was fenced) — it never completed.
-function missingBetween(before: CheckpointMetadata, after: CheckpointMetadata): MissingCheckpoint[] {
+function missingBetween(before: CompletedFacts, after: CompletedFacts): MissingCheckpoint[] {
   const gap = after.checkpointId - before.checkpointId - 1;
   const missing: MissingCheckpoint[] = [];
   for (let offset = 1; offset <= Math.min(gap, MAX_MISSING_PER_GAP); offset++) {

@@ -48,12 +48,28 @@ describe("GET /api/checkpoints", () => {
     expect(answer.status).toBe(200);
     expect(answer.contentType).toContain("application/json");
     const history = JSON.parse(answer.body) as CheckpointHistory;
+    // The default retention keeps 3; the storage's history keeps every checkpoint of this short run.
     const stored = await sample.storage.list(sample.jobId);
-    expect(history.checkpoints.map((c) => c.checkpointId)).toEqual(stored.map((m) => m.checkpointId));
+    expect(stored).toHaveLength(3);
+    expect(history.retained).toBe(3);
+    const ids = history.checkpoints.map((c) => c.checkpointId);
+    expect(ids.length).toBeGreaterThan(3);
+    expect(ids).toEqual([
+      1,
+      2,
+      ...Array.from({ length: sample.result.lastCheckpointId - 3 }, (_, i) => i + 4),
+    ]);
+    expect(ids.slice(-3)).toEqual(stored.map((m) => m.checkpointId));
     expect(history.checkpoints.every((c) => c.scope === "all" && c.sizeBytes > 0 && c.durationMs >= 0)).toBe(
       true,
     );
-    expect(history.missing.map((m) => m.checkpointId)).toEqual([3]);
+    // Checkpoint 3 failed: recorded with its reason (so not "never completed"), then checkpoint 2 restored.
+    expect(history.missing).toEqual([]);
+    expect(history.failures).toMatchObject([
+      { checkpointId: 3, scope: "all", definitive: true, reason: expect.stringContaining("sample failure") },
+    ]);
+    expect(history.restores).toMatchObject([{ checkpointId: 2, scope: "all", lineage: 0 }]);
+    expect(history.warning).toBeUndefined();
     expect(sample.result.restarts).toBe(1);
     // Two incarnations: before and after the restart; the first checkpoint after it is marked.
     expect(history.incarnations).toHaveLength(2);
@@ -162,6 +178,17 @@ describe("GET /api/live", () => {
   });
 });
 
+describe("an unknown job id", () => {
+  it("warns, naming the jobs the storage knows", async () => {
+    const api = createDashboardApi({ storage: sample.storage, jobId: "dashbord-sample" });
+    const history = JSON.parse((await api.get("/api/checkpoints")).body) as CheckpointHistory;
+    expect(history.checkpoints).toEqual([]);
+    expect(history.warning).toBe(
+      `${sample.storage.description} has no checkpoint, checkpoint history or incarnation of job "dashbord-sample": is the job id right; known jobs: dashboard-sample?`,
+    );
+  });
+});
+
 describe("serveDashboard", () => {
   it("serves the page and the API on 127.0.0.1, read-only", async () => {
     const dashboard = await serveDashboard({ storage: sample.storage, jobId: sample.jobId, port: 0 });
@@ -185,6 +212,14 @@ describe("serveDashboard", () => {
       const head = await fetch(dashboard.url, { method: "HEAD" });
       expect(head.status).toBe(200);
       expect((await fetch(new URL("nothing", dashboard.url))).status).toBe(404);
+      // The page names its icon; both the named one and the one browsers ask for unasked are served.
+      expect(html).toContain('<link rel="icon" href="favicon.svg" type="image/svg+xml">');
+      for (const path of ["favicon.svg", "favicon.ico"]) {
+        const icon = await fetch(new URL(path, dashboard.url));
+        expect(icon.status).toBe(200);
+        expect(icon.headers.get("content-type")).toBe("image/svg+xml");
+        expect(await icon.text()).toMatch(/^<svg /);
+      }
     } finally {
       await dashboard.close();
     }

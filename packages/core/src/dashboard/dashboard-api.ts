@@ -1,6 +1,6 @@
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { CheckpointHistoryReader } from "./checkpoint-history.js";
-import { dashboardPage } from "./dashboard-page.js";
+import { DASHBOARD_FAVICON, dashboardPage } from "./dashboard-page.js";
 import { LiveMetricsTracker } from "./live-metrics.js";
 
 /** Where the dashboard reads a job from. */
@@ -46,6 +46,9 @@ export function createDashboardApi(sources: DashboardSources): {
       if (route === "/" || route === "/index.html") {
         return { status: 200, contentType: "text/html; charset=utf-8", body: dashboardPage(sources.jobId) };
       }
+      if (route === "/favicon.svg" || route === "/favicon.ico") {
+        return { status: 200, contentType: "image/svg+xml", body: DASHBOARD_FAVICON };
+      }
       if (route === "/api/checkpoints") {
         try {
           return json(200, await history.read());
@@ -64,7 +67,7 @@ export function createDashboardApi(sources: DashboardSources): {
         }
       }
       return json(404, {
-        error: `no such page: ${route}; the dashboard serves /, /api/checkpoints and /api/live`,
+        error: `no such page: ${route}; the dashboard serves /, /favicon.svg, /api/checkpoints and /api/live`,
       });
     },
   };

@@ -172,12 +172,19 @@ function renderCheckpoints(h) {
   var failures = h.missing.map(function (m) {
     return { x: m.at, kind: "missing", label: "checkpoint " + m.checkpointId + " (" + m.scope + ") never completed" };
   });
+  (h.failures || []).forEach(function (f) {
+    failures.push({ x: f.at, kind: "missing", label: "checkpoint " + f.checkpointId + " (" + f.scope + ") failed: " + f.reason });
+  });
   (latestLive && latestLive.failureEvents || []).forEach(function (e) {
     failures.push({ x: e.at, kind: "metric", label: e.failures + " checkpoint failure(s) " + (e.beforeFirstScrape ? "before " : "seen at ") + stamp(e.at) });
   });
   var restarts = h.checkpoints.filter(function (c) { return c.afterRestart; }).map(function (c) {
     return { x: c.triggeredAt, label: "restart or restore before checkpoint " + c.checkpointId + " (incarnation " + c.incarnation + ")" };
   });
+  (h.restores || []).forEach(function (r) {
+    restarts.push({ x: r.at, label: "restored checkpoint " + r.checkpointId + " (" + r.scope + ", incarnation " + r.incarnation + ")" });
+  });
+  document.getElementById("warning").textContent = h.warning || "";
   chart("duration-chart", { series: series(function (c) { return c.durationMs; }), failures: failures, restarts: restarts, format: ms });
   chart("size-chart", { series: series(function (c) { return c.sizeBytes; }), failures: failures, restarts: restarts, format: bytes });
   document.getElementById("legend-scopes").textContent = scopes.join(", ");
@@ -198,6 +205,10 @@ function renderCheckpoints(h) {
       return [i.scope, absent(i.incarnation) ? "–" : String(i.incarnation), String(i.lineage), String(i.checkpoints),
         "#" + i.firstCheckpointId + " – #" + i.lastCheckpointId, stamp(i.firstCompletedAt)];
     }), "no checkpoint yet");
+  var events = (h.failures || []).map(function (f) { return { at: f.at, row: [stamp(f.at), "failed", "#" + f.checkpointId, f.scope, f.reason] }; })
+    .concat((h.restores || []).map(function (r) { return { at: r.at, row: [stamp(r.at), "restored", "#" + r.checkpointId, r.scope, "lineage " + r.lineage + (absent(r.incarnation) ? "" : ", incarnation " + r.incarnation)] }; }));
+  events.sort(function (a, b) { return b.at - a.at; });
+  table("events", "event-row", ["AT", "WHAT", "CHECKPOINT", "SCOPE", "DETAIL"], events.map(function (e) { return e.row; }), "no failure or restore recorded");
   document.getElementById("claimed").textContent = h.claimedScopes.length ? "claimed scopes: " + h.claimedScopes.join(", ") : "";
 
   var txRows = [], splitRows = [], problems = [];
@@ -294,6 +305,7 @@ const BODY = `
     <div class="tile"><div class="label">dead-lettered</div><div class="value" id="t-dead">–</div></div>
   </div>
   <div class="err" id="error"></div>
+  <div class="err" id="warning"></div>
   <div class="grid2">
     <section><h2>Checkpoint duration</h2><div id="duration-chart"></div>
       <div class="legend">scopes: <b id="legend-scopes"></b> · <span class="bad">✕ failed / never completed</span> · <span class="warn">┊ restart or restore</span></div></section>
@@ -312,6 +324,7 @@ const BODY = `
     <section><h2>Checkpoint history</h2><div class="scroll" id="history"></div></section>
     <section><h2>Restores and incarnations</h2><div class="scroll" id="incarnations"></div><div class="note" id="claimed"></div></section>
   </div>
+  <section><h2>Failures and restores</h2><div class="scroll" id="events"></div></section>
 </main>`;
 
 /**
@@ -329,6 +342,7 @@ export function dashboardPage(jobId: string): string {
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>onceflow · ${job}</title>
+<link rel="icon" href="favicon.svg" type="image/svg+xml">
 <style>${STYLE}</style></head>
 <body>
 <header><h1>onceflow · <span>${job}</span></h1><div class="meta" id="storage"></div>
@@ -338,6 +352,17 @@ ${BODY}
 </body></html>
 `;
 }
+
+/**
+ * The dashboard's icon (SVG): two arcs closing on a dot, "exactly once".
+ *
+ * @example
+ * ```ts
+ * response.end(DASHBOARD_FAVICON);
+ * ```
+ */
+export const DASHBOARD_FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f2937"/><path d="M8 16a8 8 0 0 1 14-5.3M24 16a8 8 0 0 1-14 5.3" stroke="#60a5fa" stroke-width="3" fill="none" stroke-linecap="round"/><circle cx="16" cy="16" r="3" fill="#34d399"/></svg>
+`;
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);

@@ -1,6 +1,8 @@
 import { deserialize } from "node:v8";
 import type { IncarnationSeriesContext } from "../api/checkpointed-function.js";
 import { CheckpointCoordinator, type ResolvedCheckpointing } from "../checkpoint/checkpoint-coordinator.js";
+import { DEFAULT_CHECKPOINT_HISTORY_SIZE } from "../checkpoint/checkpoint-history-entries.js";
+import { CheckpointHistoryRecorder } from "../checkpoint/checkpoint-history-recorder.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { type CheckpointingOptions, defaultInitialDelay } from "../checkpoint/checkpointing-options.js";
 import { filesystem } from "../checkpoint/filesystem-checkpoint-storage.js";
@@ -413,6 +415,25 @@ export class Job {
         "restoring checkpoint",
       );
     }
+    const history =
+      storage === undefined
+        ? undefined
+        : new CheckpointHistoryRecorder(
+            storage,
+            resolveCheckpointing(this.options.checkpointing)?.history ?? DEFAULT_CHECKPOINT_HISTORY_SIZE,
+            this.logger,
+          );
+    if (plan.checkpointId !== undefined) {
+      history?.record({
+        kind: "restored",
+        jobId: this.jobId,
+        scope,
+        checkpointId: plan.checkpointId,
+        at: Date.now(),
+        lineage: plan.lineage,
+        incarnation,
+      });
+    }
     const named = plan.started?.request;
     if (plan.newerCheckpointId !== undefined && named !== undefined && named !== "none") {
       this.logger.warn(
@@ -463,6 +484,7 @@ export class Job {
         logger: this.logger,
         metrics: this.metrics,
         onFailure: failAttempt,
+        ...(history === undefined ? {} : { history }),
         onCompleted: (checkpointId, completedAt) =>
           this.tracker.checkpointCompleted(checkpointId, completedAt),
       });
@@ -491,6 +513,8 @@ export class Job {
       await this.shutdown(subtasks, loops, coordinatorRef.current);
       throw error;
     } finally {
+      // What is still being recorded of the history lands before the attempt ends (never fails).
+      await history?.flush();
       this.tracker.attemptEnded();
       this.requestStop = undefined;
       this.coordinator = undefined;
@@ -754,5 +778,6 @@ function resolveCheckpointing(
     minPauseBetween: options.minPauseBetween ?? 0,
     tolerableFailures: options.tolerableFailures ?? 0,
     retained: options.retained ?? 3,
+    history: options.history ?? DEFAULT_CHECKPOINT_HISTORY_SIZE,
   };
 }

@@ -56,6 +56,13 @@ export function validateJobOptions(options: JobOptions, parallelism: number): vo
   positive("minPauseBetween", checkpointing.minPauseBetween, 0);
   positive("tolerableFailures", checkpointing.tolerableFailures, 0);
   positive("retained", checkpointing.retained, 1);
+  positive("history", checkpointing.history, 1);
+  if (checkpointing.history !== undefined && !Number.isSafeInteger(checkpointing.history)) {
+    throw new ConfigurationError(
+      "checkpointing.history",
+      `must be a whole number of entries per scope, got ${checkpointing.history}`,
+    );
+  }
   if (checkpointing.maxConcurrent !== undefined && checkpointing.maxConcurrent !== 1) {
     throw new ConfigurationError(
       "checkpointing.maxConcurrent",

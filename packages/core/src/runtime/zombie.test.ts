@@ -22,6 +22,8 @@ function frozenView(shared: CheckpointStorage): CheckpointStorage & { freeze(): 
     claimIncarnation: (jobId, scope, options) => shared.claimIncarnation(jobId, scope, options),
     claimedScopes: (jobId) => shared.claimedScopes(jobId),
     describeIncarnations: (jobId) => shared.describeIncarnations(jobId),
+    recordHistory: (entry, keep) => shared.recordHistory(entry, keep),
+    readHistory: (jobId) => shared.readHistory(jobId),
     async store(checkpoint: CompletedCheckpoint) {
       await gate;
       return shared.store(checkpoint);

@@ -24,28 +24,42 @@ describe("the dashboard in headless Chromium", () => {
 
     const { storage, jobId, result } = await scene.job;
     expect(result.restarts).toBe(1);
+    // The default retention keeps 3 checkpoints; the page shows the storage's history of all of them.
     const stored = await storage.list(jobId);
-    expect(stored.length).toBeGreaterThan(4);
+    expect(stored).toHaveLength(3);
+    const completed = [1, 2, 3, ...Array.from({ length: result.lastCheckpointId - 4 }, (_, i) => i + 5)];
+    expect(completed.length).toBeGreaterThan(3);
+    expect(completed.slice(-3)).toEqual(stored.map((m) => m.checkpointId));
 
-    // The page polls every 2 s: wait until it shows every stored checkpoint (the job has ended).
+    // The page polls every 2 s: wait until it shows every completed checkpoint (the job has ended).
     await expect
       .poll(() => page.locator("#duration-chart circle.checkpoint-point").count(), { timeout: 30_000 })
-      .toBe(stored.length);
+      .toBe(completed.length);
     const chartIds = await page.$$eval("#duration-chart circle.checkpoint-point", (dots) =>
       dots.map((dot) => Number(dot.getAttribute("data-checkpoint-id"))),
     );
-    expect(chartIds).toEqual(stored.map((m) => m.checkpointId));
-    expect(await page.locator("#size-chart circle.checkpoint-point").count()).toBe(stored.length);
-    expect(await page.locator("#history tr.checkpoint-row").count()).toBe(stored.length);
-    expect(await page.locator("#t-checkpoints").textContent()).toBe(String(stored.length));
+    expect(chartIds).toEqual(completed);
+    expect(await page.locator("#size-chart circle.checkpoint-point").count()).toBe(completed.length);
+    expect(await page.locator("#history tr.checkpoint-row").count()).toBe(completed.length);
+    expect(await page.locator("#t-checkpoints").textContent()).toBe(String(completed.length));
 
-    // Checkpoint 4 never completed: marked on both charts.
+    // Checkpoint 4 failed: marked on both charts with the reason the storage's history recorded.
     const markers = page.locator("#duration-chart g.failure-marker");
     expect(await markers.count()).toBeGreaterThanOrEqual(1);
     expect(
       await page.locator('#duration-chart g.failure-marker[data-kind="missing"] title').first().textContent(),
-    ).toBe("checkpoint 4 (all) never completed");
+    ).toMatch(/^checkpoint 4 \(all\) failed: .*sample failure in the snapshot of checkpoint 4/);
     expect(await page.locator("#size-chart g.failure-marker").count()).toBeGreaterThanOrEqual(1);
+    // The failure and the restore of checkpoint 3 after it, newest first.
+    const events = await page
+      .locator("#events tr.event-row")
+      .evaluateAll((rows) =>
+        rows.map((row) => [...row.querySelectorAll("td")].slice(1, 4).map((cell) => cell.textContent)),
+      );
+    expect(events).toEqual([
+      ["restored", "#3", "all"],
+      ["failed", "#4", "all"],
+    ]);
 
     // The final checkpoint's pending transaction of each sink subtask, with its age.
     const pendingRows = page.locator("#transactions tr.transaction-row", { hasText: "pending" });

@@ -1,4 +1,5 @@
 import type {
+  CheckpointHistoryEntry,
   CheckpointMetadata,
   CheckpointStorage,
   ClaimIncarnationOptions,
@@ -118,6 +119,15 @@ export class GatedStorage implements CheckpointStorage {
   describeIncarnations(jobId: string): Promise<IncarnationSeries> {
     // Not a step of the model: it changes nothing in the storage.
     return this.shared.describeIncarnations(jobId);
+  }
+
+  // Not steps of the model: the history is never what a checkpoint depends on.
+  recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void> {
+    return this.shared.recordHistory(entry, keep);
+  }
+
+  readHistory(jobId: string): Promise<CheckpointHistoryEntry[]> {
+    return this.shared.readHistory(jobId);
   }
 
   claimIncarnation(jobId: string, scope: string, options?: ClaimIncarnationOptions): Promise<number> {

@@ -12,6 +12,7 @@ import {
   retainLatestCheckpoints,
 } from "@onceflow/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkpointHistoryCases } from "./checkpoint-history-contract.js";
 
 /** Which stored checkpoint a {@link CheckpointStorageContractOptions.corrupt} hook must damage. */
 export interface CheckpointAddress {
@@ -72,7 +73,8 @@ function incarnationCheckpoint(
  * atomic refusal of bad input, copies not shared buffers, idempotent discard, isolation of jobs and
  * scopes, safe names, retention, incarnations (`claimIncarnation`: numbers growing job-wide, fencing
  * of older incarnations' stores, `after`, concurrent claims, stores racing a claim; `describeIncarnations`:
- * one series per storage and job, the newest number), with a `reopen`
+ * one series per storage and job, the newest number), the checkpoint history (`recordHistory`,
+ * `readHistory`: kept past retention, bounded per scope), with a `reopen`
  * hook incarnations shared between instances, and with a `corrupt` hook corruption detection. Run it
  * on your own storage from a vitest file; this repository runs it on the memory, filesystem and
  * PostgreSQL storages.
@@ -607,6 +609,11 @@ export function describeCheckpointStorageContract<S extends CheckpointStorage>(
           await expect(storage.claimIncarnation("orders", bad)).rejects.toBeInstanceOf(ConfigurationError);
         }
       });
+    });
+
+    describe("checkpoint history", () => {
+      const reopen = options.reopen;
+      checkpointHistoryCases(() => storage, reopen === undefined ? undefined : () => reopen(storage));
     });
 
     if (options.corrupt !== undefined) {

@@ -1,5 +1,6 @@
 import {
   CheckpointError,
+  type CheckpointHistoryEntry,
   type CheckpointMetadata,
   type CheckpointStorage,
   type ClaimIncarnationOptions,
@@ -197,6 +198,15 @@ export class FaultyCheckpointStorage implements CheckpointStorage {
 
   describeIncarnations(jobId: string): Promise<IncarnationSeries> {
     return this.storage.describeIncarnations(jobId);
+  }
+
+  /** Passed through: the history is never what a checkpoint depends on. */
+  recordHistory(entry: CheckpointHistoryEntry, keep: number): Promise<void> {
+    return this.storage.recordHistory(entry, keep);
+  }
+
+  readHistory(jobId: string): Promise<CheckpointHistoryEntry[]> {
+    return this.storage.readHistory(jobId);
   }
 
   async close(): Promise<void> {

@@ -2,12 +2,14 @@ import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { type CheckpointTransactions, readSinkTransactions } from "../../checkpoint/checkpoint-contents.js";
+import type { CheckpointHistoryEntry } from "../../checkpoint/checkpoint-history-entries.js";
 import type { CheckpointMetadata } from "../../checkpoint/checkpoint-storage.js";
 import {
   type CheckpointFileReport,
   checkpointDirectoryName,
   type FileSystemCheckpointStorage,
 } from "../../checkpoint/filesystem-checkpoint-storage.js";
+import { unknownJobWarning } from "../../dashboard/checkpoint-history.js";
 import { CheckpointError, ConfigurationError } from "../../errors/onceflow-error.js";
 import { formatBytes, formatTable, formatTime } from "../format.js";
 import type { CliIo } from "../io.js";
@@ -40,7 +42,9 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
 
   checkpoints
     .command("list")
-    .description("list the completed checkpoints, oldest first")
+    .description(
+      "list the completed checkpoints, oldest first, and the checkpoint history kept past retention",
+    )
     .argument("<dir>", "the storage folder (the path given to filesystem())")
     .option("--job <id>", "only this job")
     .option("--json", "print JSON instead of a table")
@@ -48,7 +52,16 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
       const storage = await openFilesystemStorage(io, dir);
       const jobIds = options.job !== undefined ? [options.job] : await storage.listJobs();
       const found: CheckpointMetadata[] = [];
-      for (const jobId of jobIds) found.push(...(await storage.list(jobId)));
+      const history: CheckpointHistoryEntry[] = [];
+      for (const jobId of jobIds) {
+        found.push(...(await storage.list(jobId)));
+        history.push(...(await storage.readHistory(jobId)));
+      }
+      if (options.job !== undefined && found.length === 0 && history.length === 0) {
+        if ((await storage.claimedScopes(options.job)).length === 0) {
+          io.stderr(`warning: ${await unknownJobWarning(storage, options.job)}\n`);
+        }
+      }
       if (options.json === true) {
         io.stdout(`${JSON.stringify(found, null, 2)}\n`);
         return;
@@ -56,20 +69,34 @@ export function addCheckpointsCommands(program: Command, io: CliIo): void {
       if (found.length === 0) {
         const which = options.job !== undefined ? ` of job ${options.job}` : "";
         io.stdout(`no completed checkpoints${which} in ${storage.root}\n`);
-        return;
+      } else {
+        const rows = found.map((m) => [
+          m.jobId,
+          m.scope,
+          String(m.checkpointId),
+          formatTime(m.completedAt),
+          String(m.parallelism),
+          formatBytes(totalBytes(m)),
+          m.isFinal ? "yes" : "no",
+        ]);
+        io.stdout(
+          `${formatTable(["JOB", "SCOPE", "ID", "COMPLETED AT", "PARALLELISM", "SIZE", "FINAL"], rows)}\n`,
+        );
       }
-      const rows = found.map((m) => [
-        m.jobId,
-        m.scope,
-        String(m.checkpointId),
-        formatTime(m.completedAt),
-        String(m.parallelism),
-        formatBytes(totalBytes(m)),
-        m.isFinal ? "yes" : "no",
-      ]);
-      io.stdout(
-        `${formatTable(["JOB", "SCOPE", "ID", "COMPLETED AT", "PARALLELISM", "SIZE", "FINAL"], rows)}\n`,
-      );
+      if (history.length > 0) {
+        const retained = new Set(found.map((m) => `${m.jobId}/${m.scope}#${m.checkpointId}`));
+        const rows = history.map((entry) => [
+          entry.jobId,
+          entry.scope,
+          String(entry.checkpointId),
+          formatTime(entry.at),
+          entry.kind,
+          historyDetail(entry, retained.has(`${entry.jobId}/${entry.scope}#${entry.checkpointId}`)),
+        ]);
+        io.stdout(
+          `\ncheckpoint history (kept past retention, oldest first):\n${formatTable(["JOB", "SCOPE", "ID", "AT", "EVENT", "DETAIL"], rows)}\n`,
+        );
+      }
     });
 
   checkpoints
@@ -277,4 +304,16 @@ function indent(text: string, spaces: number): string {
 
 function totalBytes(metadata: CheckpointMetadata): number {
   return metadata.subtasks.reduce((sum, entry) => sum + entry.stateBytes, 0);
+}
+
+/** The last column of a history row: what a person wants to know about the event. */
+function historyDetail(entry: CheckpointHistoryEntry, retained: boolean): string {
+  switch (entry.kind) {
+    case "completed":
+      return `${Math.max(0, entry.at - entry.triggeredAt)} ms, ${formatBytes(entry.sizeBytes)}${entry.isFinal ? ", final" : ""}, ${retained ? "retained" : "discarded"}`;
+    case "failed":
+      return `${entry.definitive ? "never restorable" : "fate unknown"}: ${entry.reason}`;
+    case "restored":
+      return `lineage ${entry.lineage}${entry.incarnation === undefined ? "" : `, incarnation ${entry.incarnation}`}`;
+  }
 }

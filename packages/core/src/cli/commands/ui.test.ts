@@ -20,16 +20,21 @@ afterAll(async () => {
 async function ui(
   args: string[],
   options: UiCommandOptions = {},
-): Promise<{ stdout: string; error?: unknown }> {
+): Promise<{ stdout: string; stderr: string; error?: unknown }> {
   let stdout = "";
-  const io = { stdout: (text: string) => (stdout += text), stderr: () => undefined, cwd: root };
+  let stderr = "";
+  const io = {
+    stdout: (text: string) => (stdout += text),
+    stderr: (text: string) => (stderr += text),
+    cwd: root,
+  };
   const program = new Command("onceflow").exitOverride().configureOutput({ writeErr: () => undefined });
   addUiCommand(program, io, options);
   try {
     await program.parseAsync(["ui", ...args], { from: "user" });
-    return { stdout };
+    return { stdout, stderr };
   } catch (error) {
-    return { stdout, error };
+    return { stdout, stderr, error };
   }
 }
 
@@ -46,9 +51,22 @@ describe("onceflow ui", () => {
     expect(run.error).toBeUndefined();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(run.stdout).toBe(`dashboard of job ${sample.jobId} (${sample.storage.description}) at ${url}\n`);
-    expect(served?.checkpoints.length).toBe((await sample.storage.list(sample.jobId)).length);
+    expect(run.stderr).toBe("");
+    // Every completed checkpoint the storage's history holds, not only the retained ones.
+    const completed = (await sample.storage.readHistory(sample.jobId)).filter((e) => e.kind === "completed");
+    expect(served?.checkpoints.map((c) => c.checkpointId)).toEqual(completed.map((e) => e.checkpointId));
     // Closed once stopped.
     await expect(fetch(url)).rejects.toThrow();
+  });
+
+  it("warns on a job id the storage does not know, and serves the page anyway", async () => {
+    const run = await ui(["checkpoints", "--job", "dashbord-sample", "--port", "0"], {
+      untilStopped: async () => undefined,
+    });
+    expect(run.error).toBeUndefined();
+    expect(run.stderr).toBe(
+      `warning: ${sample.storage.description} has no checkpoint, checkpoint history or incarnation of job "dashbord-sample": is the job id right; known jobs: ${sample.jobId}?\n`,
+    );
   });
 
   it("explains what is missing or wrong", async () => {

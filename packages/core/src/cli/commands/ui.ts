@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CheckpointStorage } from "../../checkpoint/checkpoint-storage.js";
+import { unknownJobWarning } from "../../dashboard/checkpoint-history.js";
 import { serveDashboard } from "../../dashboard/serve-dashboard.js";
 import { ConfigurationError } from "../../errors/onceflow-error.js";
 import type { CliIo } from "../io.js";
@@ -63,6 +64,8 @@ export function addUiCommand(program: Command, io: CliIo, options: UiCommandOpti
           ...(ui.metricsUrl === undefined ? {} : { metricsUrl: ui.metricsUrl }),
         });
         io.stdout(`dashboard of job ${ui.job} (${storage.description}) at ${dashboard.url}\n`);
+        const known = await knowsJob(storage, ui.job).catch(() => true);
+        if (!known) io.stderr(`warning: ${await unknownJobWarning(storage, ui.job)}\n`);
         try {
           await (options.untilStopped ?? untilSignal)(dashboard.url);
         } finally {
@@ -130,4 +133,14 @@ function untilSignal(): Promise<void> {
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   });
+}
+
+/** Whether the storage has anything of the job: a checkpoint, a history entry or an incarnation. */
+async function knowsJob(storage: CheckpointStorage, jobId: string): Promise<boolean> {
+  const [listed, history, scopes] = await Promise.all([
+    storage.list(jobId),
+    storage.readHistory(jobId),
+    storage.claimedScopes(jobId),
+  ]);
+  return listed.length > 0 || history.length > 0 || scopes.length > 0;
 }

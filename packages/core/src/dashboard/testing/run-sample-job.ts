@@ -29,7 +29,8 @@ export interface SampleJob {
 /**
  * Runs a small real job for the dashboard's tests and screenshot: a rate-limited generator (4
  * splits, parallelism 2) through a map into an exactly-once `FileSink`, with filesystem checkpoints
- * every 100 ms (all retained) — and, with `failCheckpoint`, one checkpoint whose snapshot fails, so
+ * every 100 ms (with the default retention of 3: the rest of the history comes from the storage's
+ * checkpoint history) — and, with `failCheckpoint`, one checkpoint whose snapshot fails, so
  * the job restarts from the checkpoint before it.
  *
  * @example
@@ -54,7 +55,7 @@ export async function runSampleJob(options: SampleJobOptions): Promise<SampleJob
   const job = new Job({
     jobId,
     parallelism: 2,
-    checkpointing: { interval: 100, retained: 1000, storage },
+    checkpointing: { interval: 100, storage },
     restartStrategy: { type: "fixed-delay", attempts: 3, delay: 200 },
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   });
