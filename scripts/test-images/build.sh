@@ -152,6 +152,11 @@ build_job() {
   inputs=$( { sha256sum "$context/Dockerfile"; for package in "$context"/tarballs/*.tgz; do
     tar -xOzf "$package" | sha256sum; done; echo "$parent"; } | hash_of)
   if ! up_to_date "$image" "$inputs"; then
+    # The build itself reaches no registry: the dependencies come from an npm cache filled here.
+    log "filling an npm cache for the job image's dependencies"
+    npm install --prefix "$context/install" --cache "$context/tarballs/npm-cache" --omit=dev --no-audit \
+      --no-fund --silent "$context"/tarballs/*.tgz prom-client@15.1.3 >/dev/null
+    rm -rf "$context/install"
     docker_build "$image" "$inputs" "$context" --build-arg "NODE_IMAGE=$prefix/node:latest"
   fi
   rm -rf "$context"

@@ -99,7 +99,6 @@ export async function startService(
           service: resolved.name,
           image: resolved.container.image,
           pullTimeoutMs: options.imagePullTimeoutMs,
-          env,
         });
   const decision = await chooseProvider(
     resolved.displayName,

@@ -65,7 +65,6 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       service: "kafka",
       image,
       pullTimeoutMs: options.imagePullTimeoutMs,
-      env,
     }),
     local: async () => {
       const { probe, requirements } = await probeLocalKafka(version, cacheDir, env);

@@ -56,7 +56,6 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       service: "postgres",
       image,
       pullTimeoutMs: options.imagePullTimeoutMs,
-      env,
     }),
     local: async () => {
       const { probe, binaries, user } = await probeLocalPostgres(options.osUser ?? "postgres", env);

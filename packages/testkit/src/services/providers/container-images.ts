@@ -85,7 +85,7 @@ export interface ImageProbeOptions {
   image: string;
   /** A pull that has not finished after this long counts as failed. Default 300 s. */
   pullTimeoutMs?: number;
-  /** The environment (for testcontainers' reaper settings); default `process.env`. */
+  /** Where testcontainers' reaper settings are read; default `process.env`, as testcontainers does. */
   env?: NodeJS.ProcessEnv;
   /** Replaces the engine (for tests). */
   access?: ImageAccess;
