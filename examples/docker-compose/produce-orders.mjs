@@ -28,7 +28,12 @@ await producer.connect();
 const ids = count / 2;
 for (const version of [1, 2]) {
   const messages = Array.from({ length: ids }, (_, index) => {
-    const order = { id: `order-${index}`, version, status: version === 1 ? "new" : "paid", amountCents: index * 100 };
+    const order = {
+      id: `order-${index}`,
+      version,
+      status: version === 1 ? "new" : "paid",
+      amountCents: index * 100,
+    };
     return { key: order.id, value: JSON.stringify(order) };
   });
   await producer.send({ topic, messages });
