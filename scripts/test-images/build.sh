@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the container images the testkit's testcontainers provider can use on a machine that
 # cannot pull from a registry: a Debian base made with debootstrap (docker import), then Kafka
-# (KRaft, from the jars the testkit caches), PostgreSQL, Redis, Node and the job runtime image.
+# (KRaft, from the jars the testkit caches), PostgreSQL, Redis, MariaDB, Node and the job runtime image.
 #
-#   scripts/test-images/build.sh [base|kafka|postgres|redis|node|job ...]   (default: all)
+#   scripts/test-images/build.sh [base|kafka|postgres|redis|mariadb|node|job ...]   (default: all)
 #
 # Idempotent and cached by content: every image carries the label org.onceflow.inputs, a hash of
 # everything it is built from (Dockerfile, scripts, jars, parent image, versions); an image whose
@@ -163,17 +163,17 @@ build_job() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(base kafka postgres redis node job)
+[[ ${#targets[@]} -eq 0 ]] && targets=(base kafka postgres redis mariadb node job)
 command -v docker >/dev/null && docker info >/dev/null 2>&1 || { log "no Docker engine answers (docker info)"; exit 1; }
 build_base
 for target in "${targets[@]}"; do
   case "$target" in
     base) ;;
     kafka) build_kafka ;;
-    postgres | redis) build_simple "$target" ;;
+    postgres | redis | mariadb) build_simple "$target" ;;
     node) build_node ;;
     job) build_node && build_job ;;
-    *) log "unknown image: $target (base, kafka, postgres, redis, node, job)"; exit 2 ;;
+    *) log "unknown image: $target (base, kafka, postgres, redis, mariadb, node, job)"; exit 2 ;;
   esac
 done
 
@@ -182,4 +182,5 @@ cat <<EOF
 export ONCEFLOW_KAFKA_IMAGE='$prefix/kafka:{version}'
 export ONCEFLOW_POSTGRES_IMAGE='$prefix/postgres:latest'
 export ONCEFLOW_REDIS_IMAGE='$prefix/redis:latest'
+export ONCEFLOW_MARIADB_IMAGE='$prefix/mariadb:latest'
 EOF
