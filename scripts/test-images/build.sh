@@ -149,7 +149,7 @@ build_job() {
   done
   cp "$root/examples/kubernetes/Dockerfile" "$context/Dockerfile"
   # A tarball's bytes carry timestamps: hash the files inside instead.
-  inputs=$( { sha256sum "$context/Dockerfile"; for package in "$context"/tarballs/*.tgz; do
+  inputs=$( { sha256sum <"$context/Dockerfile"; for package in "$context"/tarballs/*.tgz; do
     tar -xOzf "$package" | sha256sum; done; echo "$parent"; } | hash_of)
   if ! up_to_date "$image" "$inputs"; then
     # The build itself reaches no registry: the dependencies come from an npm cache filled here.
