@@ -59,14 +59,17 @@ describe.each([
       env: process.env,
       fallback: definition.container?.image ?? "",
     });
-    const usable = await containerProbe(() => probeDockerEngine({ timeoutMs: 20_000 }), {
-      service: definition.name,
-      image,
-    })();
+    const engine = await probeDockerEngine({ timeoutMs: 20_000 });
+    const usable = engine.available
+      ? await containerProbe(async () => engine, { service: definition.name, image })()
+      : engine;
     if (!usable.available) {
       // The container run of CI pins the provider: there, a container that cannot start is a failure.
       expect(pinned, `${usable.detail}; ${usable.remedy}`).toBe(false);
-      await expect(startService(definition, { provider: "testcontainers" })).rejects.toThrow(image);
+      const failure = startService(definition, { provider: "testcontainers" });
+      await expect(failure).rejects.toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+      // An engine that answers but lacks the image says which image.
+      if (engine.available) await expect(failure).rejects.toThrow(image);
       return;
     }
     const service = await startService(definition, {
