@@ -6,8 +6,8 @@ import { createKafkaTopic, readCommittedKafkaRecords } from "@onceflow/testkit";
 import { sharedKafka } from "@onceflow/testkit/vitest";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ProduceCluster } from "../src/producer/idempotent-producer.js";
 import { KafkaConnection, kafkaErrorType, type OpenTransaction } from "../src/internal/kafkajs/internals.js";
+import type { ProduceCluster } from "../src/producer/idempotent-producer.js";
 import { decodeProduceResponse } from "../src/protocol/produce-request.js";
 
 const brokers = () => [...sharedKafka().brokers];
