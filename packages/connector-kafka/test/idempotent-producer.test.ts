@@ -194,14 +194,15 @@ describe("IdempotentProducer on the real broker", { timeout: 180_000 }, () => {
       await createKafkaTopic(brokers(), topic, { partitions: 3 });
       const requests = countingProduceRequests();
       const open = await begin({ lingerMs, wrapCluster: requests.wrap });
-      const total = await sendKeyed(open, topic, 30, 20, 15, 10);
+      // 50 ms apart: longer than a produce round trip even to a broker in a container on a busy machine.
+      const total = await sendKeyed(open, topic, 30, 20, 15, 50);
       const beforeFlush = requests.count;
       await open.flush();
       await commit(open);
       expectOncePerKeyInOrder(await readCommittedKafkaRecords(brokers(), topic), 30, total);
       return { beforeFlush, all: requests.count };
     };
-    // Without lingering, a send that finds its partitions free sends them (20 sends, 10 ms apart).
+    // Without lingering, a send that finds its partitions free sends them (20 sends, 50 ms apart).
     const eager = await requestsWith(0);
     expect(eager.beforeFlush).toBeGreaterThanOrEqual(3);
     // Lingering a minute: nothing is sent before the flush, which sends one request (one broker).

@@ -17,8 +17,12 @@ describe("what the connector logs about a failed idle connection", () => {
     const logger = createMemoryLogger();
     const applicationName = uniqueName("log");
     const password = `pw-${applicationName}`;
+    // A role of its own with this password: the server may trust local logins or check passwords.
+    const role = applicationName.replaceAll(/[^a-z0-9_]/gi, "_").toLowerCase();
+    await sql(url, `CREATE ROLE ${role} LOGIN SUPERUSER PASSWORD '${password}'`);
     const address = new URL(url);
-    address.password = password; // the shared server trusts; the password is only carried along
+    address.username = role;
+    address.password = password;
     const storage = new PostgresCheckpointStorage({
       connection: { connectionString: address.toString(), application_name: applicationName },
       table: uniqueName("ck"),
@@ -50,6 +54,8 @@ describe("what the connector logs about a failed idle connection", () => {
       expect(everything.length).toBeLessThan(1_000);
     } finally {
       await storage.close();
+      await sql(url, `DROP OWNED BY ${role}`);
+      await sql(url, `DROP ROLE ${role}`);
     }
   });
 });

@@ -52,6 +52,7 @@ export async function startContainerService(
     throw error;
   }
   let running = true;
+  let stopped = false;
   return {
     name: definition.name,
     url: definition.url(address),
@@ -69,6 +70,11 @@ export async function startContainerService(
       running = false;
     },
     async start() {
+      if (stopped) {
+        throw serviceUnavailable(
+          `${definition.displayName} start(): this service was stopped and its container removed`,
+        );
+      }
       if (running) return;
       await control.start();
       running = true;
@@ -76,6 +82,7 @@ export async function startContainerService(
     },
     async stop() {
       running = false;
+      stopped = true;
       await started.stop({ timeout: 20_000 }).catch(() => {});
       await control.remove();
     },

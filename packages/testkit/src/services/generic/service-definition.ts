@@ -129,8 +129,18 @@ export interface StartServiceOptions {
   startTimeoutMs?: number;
   /** Where the "which provider/version" line goes; default stderr. */
   writer?: ServiceWriter;
+  /**
+   * The container image instead of the definition's; default `ONCEFLOW_<NAME>_IMAGE` (e.g.
+   * `ONCEFLOW_REDIS_IMAGE`), else the definition's `container.image`.
+   */
+  image?: string;
   /** How long the Docker-engine probe may take. Default 15 s. */
   dockerProbeTimeoutMs?: number;
+  /**
+   * How long pulling a missing image may take before the container provider counts as unavailable
+   * (the next provider is tried unless one is pinned). Default 300 s.
+   */
+  imagePullTimeoutMs?: number;
   /** The environment to read variables from; default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }

@@ -1,5 +1,6 @@
 import { serviceUnavailable } from "../../errors/service-errors.js";
 import { announceOnce, stderrWriter } from "../../runtime/announce.js";
+import { containerProbe, providerFromEnvironment, resolveImage } from "../providers/container-images.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import {
   chooseProvider,
@@ -46,6 +47,18 @@ export function serviceProbes(
   };
 }
 
+/** The definition with its container image replaced by the `image` option or `ONCEFLOW_<NAME>_IMAGE`. */
+function withImage(
+  definition: ResolvedServiceDefinition,
+  option: string | undefined,
+  env: NodeJS.ProcessEnv,
+): ResolvedServiceDefinition {
+  const container = definition.container;
+  if (container === undefined) return definition;
+  const image = resolveImage(definition.name, { option, env, fallback: container.image });
+  return image === container.image ? definition : { ...definition, container: { ...container, image } };
+}
+
 /**
  * Starts (or finds) a real service for tests from a {@link ServiceDefinition} — the same provider
  * chain as Kafka and PostgreSQL: a service named by `ONCEFLOW_<NAME>_URL`; the definition's
@@ -71,14 +84,26 @@ export async function startService(
   definition: ServiceDefinition,
   options: StartServiceOptions = {},
 ): Promise<StartedService> {
-  const resolved = resolveServiceDefinition(definition);
   const env = options.env ?? process.env;
+  const resolved = withImage(resolveServiceDefinition(definition), options.image, env);
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
-  const order = providerOrder({ provider: options.provider, faultInjection: options.faultInjection });
+  const order = providerOrder({
+    provider: options.provider ?? providerFromEnvironment(env),
+    faultInjection: options.faultInjection,
+  });
+  const engine = () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs });
+  const probeEngine =
+    resolved.container === undefined
+      ? engine
+      : containerProbe(engine, {
+          service: resolved.name,
+          image: resolved.container.image,
+          pullTimeoutMs: options.imagePullTimeoutMs,
+        });
   const decision = await chooseProvider(
     resolved.displayName,
     order,
-    serviceProbes(resolved, env, () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs })),
+    serviceProbes(resolved, env, probeEngine),
   );
   if (!decision.ok) {
     throw serviceUnavailable(decision.message, { service: resolved.name, tried: decision.tried });

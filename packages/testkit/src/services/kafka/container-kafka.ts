@@ -92,6 +92,7 @@ export async function startContainerKafka(options: ContainerKafkaOptions): Promi
     throw error;
   }
   let running = true;
+  let stopped = false;
   return {
     brokers,
     version: options.version,
@@ -106,6 +107,8 @@ export async function startContainerKafka(options: ContainerKafkaOptions): Promi
       running = false;
     },
     async start() {
+      if (stopped)
+        throw serviceUnavailable("Kafka start(): this broker was stopped and its container removed");
       if (running) return;
       await control.start();
       running = true;
@@ -115,6 +118,7 @@ export async function startContainerKafka(options: ContainerKafkaOptions): Promi
       await started.stop({ timeout: 20_000 }).catch(() => {});
       await control.remove();
       running = false;
+      stopped = true;
     },
   };
 }

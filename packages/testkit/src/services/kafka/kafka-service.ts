@@ -80,10 +80,18 @@ export interface StartKafkaOptions {
   writer?: ServiceWriter;
   /** The cache root for the jars; default `$ONCEFLOW_CACHE_DIR`, `$XDG_CACHE_HOME/onceflow` or `~/.cache/onceflow`. */
   cacheDir?: string;
-  /** The container image for the testcontainers provider; default `apache/kafka:<version>`. */
+  /**
+   * The container image for the testcontainers provider; default `ONCEFLOW_KAFKA_IMAGE`, else
+   * `apache/kafka:<version>`. `{version}` is replaced by the Kafka version.
+   */
   image?: string;
   /** How long the Docker-engine probe may take. Default 15 s. */
   dockerProbeTimeoutMs?: number;
+  /**
+   * How long pulling a missing image may take before the container provider counts as unavailable
+   * (the next provider is tried unless one is pinned). Default 300 s.
+   */
+  imagePullTimeoutMs?: number;
   /** The environment to read variables from; default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }

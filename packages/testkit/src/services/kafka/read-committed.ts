@@ -38,6 +38,8 @@ interface RawCluster {
       responses: Array<{
         partitions: Array<{
           messages: RawRecord[];
+          highWatermark?: string;
+          lastStableOffset?: string;
           abortedTransactions?: Array<{ producerId: string; firstOffset: string }>;
         }>;
       }>;
@@ -116,16 +118,77 @@ async function endlessOffsets(kafka: Kafka, topic: string): Promise<Map<number, 
 }
 
 // A commit returns before the broker has written its markers to every partition; until then the
-// last stable offset stays below the committed records. Wait until it stops moving.
+// last stable offset stays below the committed records. Settled: the last stable offset reached
+// the end of the log (no transaction open), or stopped moving for a while (one stays open). The
+// markers of a busy broker (a loaded machine, a container) can take well over 100 ms.
+const OPEN_TRANSACTION_SETTLE_MS = 1_000;
+
 async function settledLastStableOffsets(kafka: Kafka, topic: string): Promise<Map<number, bigint>> {
-  let previous = await lastStableOffsets(kafka, topic);
-  for (let round = 0; round < 20; round++) {
-    await sleep(100);
-    const current = await lastStableOffsets(kafka, topic);
-    if ([...current].every(([partition, offset]) => previous.get(partition) === offset)) return current;
-    previous = current;
+  const listed = await lastStableOffsets(kafka, topic);
+  const cluster = rawCluster(kafka);
+  await cluster.connect();
+  try {
+    await cluster.addTargetTopic(topic);
+    const stable = (ends: Map<number, LogEnd>) =>
+      new Map([...ends].map(([partition, end]) => [partition, end.stable]));
+    let previous = await logEnds(cluster, topic, listed);
+    let unchangedSince = Date.now();
+    for (let round = 0; round < 50; round++) {
+      if ([...previous.values()].every((end) => end.stable === end.end)) break;
+      await sleep(100);
+      const current = await logEnds(cluster, topic, stable(previous));
+      if ([...current].some(([partition, end]) => previous.get(partition)?.stable !== end.stable)) {
+        unchangedSince = Date.now();
+      } else if (Date.now() - unchangedSince >= OPEN_TRANSACTION_SETTLE_MS) {
+        previous = current;
+        break;
+      }
+      previous = current;
+    }
+    return stable(previous);
+  } finally {
+    await cluster.disconnect();
   }
-  return previous;
+}
+
+interface LogEnd {
+  /** The last stable offset: what read_committed may read up to. */
+  stable: bigint;
+  /** The high watermark: the end of the log, open transactions included. */
+  end: bigint;
+}
+
+/** Each partition's last stable offset and high watermark, from a Fetch of (almost) nothing. */
+async function logEnds(
+  cluster: RawCluster,
+  topic: string,
+  from: Map<number, bigint>,
+): Promise<Map<number, LogEnd>> {
+  const ends = new Map<number, LogEnd>();
+  for (const [partition, offset] of from) {
+    const leader = Object.keys(cluster.findLeaderForPartitions(topic, [partition]))[0];
+    if (leader === undefined)
+      throw new OnceflowError("SERVICE_UNAVAILABLE", `${topic} partition ${partition} has no leader`);
+    const broker = await cluster.findBroker({ nodeId: leader });
+    const response = await broker.fetch({
+      replicaId: -1,
+      isolationLevel: 1,
+      maxWaitTime: 0,
+      minBytes: 0,
+      maxBytes: 1,
+      topics: [{ topic, partitions: [{ partition, fetchOffset: String(offset), maxBytes: 1 }] }],
+    });
+    const data = response.responses[0]?.partitions[0];
+    if (data?.highWatermark === undefined || data.lastStableOffset === undefined) {
+      ends.set(partition, { stable: offset, end: offset });
+      continue;
+    }
+    const end = BigInt(data.highWatermark);
+    // Brokers answer -1 when the partition has no transactional state.
+    const stable = BigInt(data.lastStableOffset) < 0n ? end : BigInt(data.lastStableOffset);
+    ends.set(partition, { stable, end });
+  }
+  return ends;
 }
 
 async function lastStableOffsets(kafka: Kafka, topic: string): Promise<Map<number, bigint>> {

@@ -2,6 +2,7 @@ import { ConfigurationError } from "@onceflow/core";
 import { serviceUnavailable } from "../../errors/service-errors.js";
 import { announceOnce, stderrWriter } from "../../runtime/announce.js";
 import { onceflowCacheDir } from "../../runtime/cache-dir.js";
+import { containerProbe, providerFromEnvironment, resolveImage } from "../providers/container-images.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
 import { startContainerKafka } from "./container-kafka.js";
@@ -37,6 +38,12 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   const cacheDir = options.cacheDir ?? onceflowCacheDir(env);
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   let local: LocalKafkaRequirements | undefined;
+  const image = resolveImage("kafka", {
+    option: options.image,
+    env,
+    fallback: `apache/kafka:${version}`,
+    version,
+  });
 
   if (options.saslPlain === true && options.provider !== undefined && options.provider !== "local") {
     throw new ConfigurationError(
@@ -48,10 +55,17 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   const order =
     options.saslPlain === true
       ? providerOrder({ provider: "local", faultInjection: true })
-      : providerOrder({ provider: options.provider, faultInjection: options.faultInjection });
+      : providerOrder({
+          provider: options.provider ?? providerFromEnvironment(env),
+          faultInjection: options.faultInjection,
+        });
   const decision = await chooseProvider("Kafka", order, {
     environment: async () => probeKafkaEnvironment(env),
-    testcontainers: () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }),
+    testcontainers: containerProbe(() => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }), {
+      service: "kafka",
+      image,
+      pullTimeoutMs: options.imagePullTimeoutMs,
+    }),
     local: async () => {
       const { probe, requirements } = await probeLocalKafka(version, cacheDir, env);
       local = requirements;
@@ -71,8 +85,7 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       break;
     }
     case "testcontainers":
-      service = await startContainerKafka({ version, image: options.image, startTimeoutMs });
-      extra = `, image ${options.image ?? `apache/kafka:${version}`}`;
+      service = await startContainerKafka({ version, image, startTimeoutMs });
       break;
     case "local": {
       if (local === undefined) throw serviceUnavailable("local Kafka probe gave no requirements");

@@ -6,6 +6,16 @@ import { waitUntilPostgresAccepts } from "./postgres-readiness.js";
 import type { PostgresService } from "./postgres-service.js";
 
 /**
+ * The image the container provider starts when neither the `image` option nor `ONCEFLOW_POSTGRES_IMAGE` names one.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_POSTGRES_IMAGE; // "postgres:17-alpine"
+ * ```
+ */
+export const DEFAULT_POSTGRES_IMAGE = "postgres:17-alpine";
+
+/**
  * Options of {@link startContainerPostgres}.
  *
  * @example
@@ -32,7 +42,7 @@ export interface ContainerPostgresOptions {
  */
 export async function startContainerPostgres(options: ContainerPostgresOptions): Promise<PostgresService> {
   const { PostgreSqlContainer } = await loadPostgresContainerModule();
-  const image = options.image ?? "postgres:17-alpine";
+  const image = options.image ?? DEFAULT_POSTGRES_IMAGE;
   const port = await findFreePort();
   const started = await new PostgreSqlContainer(image)
     .withUsername("postgres")

@@ -63,12 +63,20 @@ export interface StartPostgresOptions {
   startTimeoutMs?: number;
   /** Where the "which provider/version" line goes; default stderr. */
   writer?: ServiceWriter;
-  /** The container image for the testcontainers provider; default `postgres:17-alpine`. */
+  /**
+   * The container image for the testcontainers provider; default `ONCEFLOW_POSTGRES_IMAGE`, else
+   * `postgres:17-alpine`. It must take the official image's POSTGRES_* variables and `-c` arguments.
+   */
   image?: string;
   /** The unprivileged OS user that runs the local server when the tests run as root; default "postgres". */
   osUser?: string;
   /** How long the Docker-engine probe may take. Default 15 s. */
   dockerProbeTimeoutMs?: number;
+  /**
+   * How long pulling a missing image may take before the container provider counts as unavailable
+   * (the next provider is tried unless one is pinned). Default 300 s.
+   */
+  imagePullTimeoutMs?: number;
   /** The environment to read variables from; default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }

@@ -1,9 +1,10 @@
 import { ConfigurationError } from "@onceflow/core";
 import { serviceUnavailable } from "../../errors/service-errors.js";
 import { announceOnce, stderrWriter } from "../../runtime/announce.js";
+import { containerProbe, providerFromEnvironment, resolveImage } from "../providers/container-images.js";
 import { probeDockerEngine } from "../providers/docker-engine-probe.js";
 import { chooseProvider, providerOrder } from "../providers/provider-selection.js";
-import { startContainerPostgres } from "./container-postgres.js";
+import { DEFAULT_POSTGRES_IMAGE, startContainerPostgres } from "./container-postgres.js";
 import {
   postgresUrlFromEnvironment,
   probePostgresEnvironment,
@@ -42,8 +43,9 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   await loadPg(); // an optional peer: say so before starting anything when it is missing
   let local: { binaries: PostgresBinaries; user: ServerUser } | undefined;
 
+  const image = resolveImage("postgres", { option: options.image, env, fallback: DEFAULT_POSTGRES_IMAGE });
   const order = providerOrder({
-    provider: options.provider,
+    provider: options.provider ?? providerFromEnvironment(env),
     faultInjection: options.faultInjection,
     environmentExcludedBecause:
       maxPrepared === 0
@@ -54,7 +56,11 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   });
   const decision = await chooseProvider("PostgreSQL", order, {
     environment: async () => probePostgresEnvironment(env),
-    testcontainers: () => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }),
+    testcontainers: containerProbe(() => probeDockerEngine({ timeoutMs: options.dockerProbeTimeoutMs }), {
+      service: "postgres",
+      image,
+      pullTimeoutMs: options.imagePullTimeoutMs,
+    }),
     local: async () => {
       const { probe, binaries, user } = await probeLocalPostgres(options.osUser ?? "postgres", env);
       if (binaries !== undefined && user !== undefined) local = { binaries, user };
@@ -72,7 +78,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       break;
     case "testcontainers":
       service = await startContainerPostgres({
-        image: options.image,
+        image,
         maxPreparedTransactions: maxPrepared,
         startTimeoutMs,
         walLevel: options.walLevel,
