@@ -572,6 +572,12 @@ export class Job {
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
       claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
+      refuseUnclaimed: (perSubtask, from) => {
+        // Allowed, nothing is refused; the drop (and its warning) happens once, on the final state.
+        if (!this.stateClaims().allowNonRestoredState) {
+          claimRedistributedState(this.stateClaims(), perSubtask, from);
+        }
+      },
       setting,
       sources,
     });
