@@ -101,7 +101,8 @@ const freshPlan = (highestStoredId: number, lineage: number): RestorePlan => ({
  * Picks the state this process starts with — the restore rule, the same in every process of a job
  * whatever their start order:
  *
- * 1. The current lineage is that of the checkpoint with the highest id (never the newest by clock).
+ * 1. The current lineage is the newest one, the highest base id (never the newest by clock): a
+ *    checkpoint of an older lineage never makes it current again, whatever its id.
  * 2. If it has this process's parallelism and shape: restore this scope's newest checkpoint of the
  *    lineage, or, when there is none yet, this process's share of the lineage's base checkpoint.
  * 3. Otherwise (a rescale or a change of shape) start a new lineage: fence every scope of the old one
