@@ -596,6 +596,12 @@ export class Job {
       incarnation,
       shape: { parallelism: this.parallelism, runsAllSubtasks },
       claimRedistributed: (perSubtask, from) => claimRedistributedState(this.stateClaims(), perSubtask, from),
+      refuseUnclaimed: (perSubtask, from) => {
+        // Allowed, nothing is refused; the drop (and its warning) happens once, on the final state.
+        if (!this.stateClaims().allowNonRestoredState) {
+          claimRedistributedState(this.stateClaims(), perSubtask, from);
+        }
+      },
       setting,
       sources,
     });
@@ -716,7 +722,7 @@ export class Job {
   private warnResumedAtEndOfInput(checkpointId: number | undefined): void {
     this.logger.warn(
       { checkpointId },
-      `the job restored checkpoint ${checkpointId}, the final checkpoint of a run whose input had ended, and its input ended again: bounded sources resumed at their end, so nothing was read again. To run the job from the start, start it with restore: "none" or with empty checkpoint storage`,
+      `the job restored checkpoint ${checkpointId}, the final checkpoint of a run whose input had ended, and its input ended again: bounded sources resumed at their end, so nothing was read again. To run the job from the start, use a new jobId or empty checkpoint storage, or start it once with restore: "none" (applied once: a process started again with "none" goes on from that fresh start's latest checkpoint)`,
     );
   }
 

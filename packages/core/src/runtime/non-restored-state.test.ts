@@ -1,5 +1,6 @@
 import { deserialize } from "node:v8";
 import { describe, expect, it, vi } from "vitest";
+import { createCompletedCheckpoint } from "../checkpoint/completed-checkpoint.js";
 import { MemoryCheckpointStorage } from "../checkpoint/memory-checkpoint-storage.js";
 import { isOnceflowError, NonRestoredStateError } from "../errors/onceflow-error.js";
 import { createMemoryLogger, type Logger } from "../observability/logger.js";
@@ -218,6 +219,30 @@ describe("restoring state that no operator claims", () => {
     expect(restored.endedBy).toBe("end-of-input");
     expectExactlyOnce(output.committed);
     expectContinuousCounts(output.committed);
+  });
+
+  it("refuses a rescale before fencing anything: the old deployment keeps running", async () => {
+    const storage = new MemoryCheckpointStorage();
+    const output = new CollectedOutput<Counted>();
+    await runAndStop(storage, output, [
+      { parallelism: 2, subtaskIndex: 0, unkeyed: true },
+      { parallelism: 2, subtaskIndex: 1, unkeyed: true },
+    ]);
+    // A process of the old parallelism is still alive: it claimed its scope before the redeploy.
+    const alive = await storage.claimIncarnation("claims", "subtask-1-of-2");
+    const newest = Math.max(...(await storage.list("claims")).map((metadata) => metadata.checkpointId));
+
+    await refusal(buildJob(storage, output, { parallelism: 3, uids: { sink: "out-v2" } }).execute());
+    // It can still store (and so commit): the refused start fenced nothing.
+    const next = createCompletedCheckpoint({
+      jobId: "claims",
+      checkpointId: newest + 1,
+      scope: "subtask-1-of-2",
+      parallelism: 2,
+      subtaskStates: new Map([[1, Buffer.from("state")]]),
+      incarnation: alive,
+    });
+    await expect(storage.store(next)).resolves.toBeUndefined();
   });
 
   it("refuses a renamed source on a rescale so that its splits still go where the source assigns them", async () => {

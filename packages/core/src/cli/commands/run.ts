@@ -162,7 +162,7 @@ async function runModuleJob(
   if ((result as { resumedAtEndOfInput?: unknown } | undefined)?.resumedAtEndOfInput === true) {
     const checkpointId = (result as { restoredCheckpointId?: unknown }).restoredCheckpointId;
     io.stdout(
-      `nothing new was read: the job restored checkpoint ${String(checkpointId)}, the final checkpoint of a run whose input had ended. To run it from the start, use empty checkpoint storage or restore: "none"\n`,
+      `nothing new was read: the job restored checkpoint ${String(checkpointId)}, the final checkpoint of a run whose input had ended. To run it from the start, use a new job id or empty checkpoint storage, or --restore none once (applied once: started again with it, the job goes on from that fresh start's latest checkpoint)\n`,
     );
   }
 }

@@ -89,27 +89,30 @@ export function keyOf(metadata: Pick<CheckpointMetadata, "scope" | "checkpointId
 }
 
 /**
- * The current lineage: the one of the checkpoint with the highest id (ordered by id, never by wall
- * clock). Undefined when the job has no checkpoint.
+ * The current lineage: the newest one — the highest lineage number, that is the newest base's id
+ * (lineage 0 has none). A checkpoint of an older lineage never makes it current again, whatever its
+ * id: a process of the old lineage that was still running when a start request or a rescale made the
+ * new one may have stored it. Undefined when the job has no checkpoint.
  */
 export function currentLineage(all: readonly CheckpointMetadata[]): CurrentLineage | undefined {
+  let lineage: number | undefined;
+  let highestId = 0;
+  for (const metadata of all) {
+    lineage = Math.max(lineage ?? 0, lineageOf(metadata));
+    highestId = Math.max(highestId, metadata.checkpointId);
+  }
+  if (lineage === undefined) return undefined;
   let newest: CheckpointMetadata | undefined;
   for (const metadata of all) {
-    if (
-      newest === undefined ||
-      metadata.checkpointId > newest.checkpointId ||
-      (metadata.checkpointId === newest.checkpointId && lineageOf(metadata) > lineageOf(newest))
-    ) {
-      newest = metadata;
-    }
+    if (lineageOf(metadata) !== lineage) continue;
+    if (newest === undefined || metadata.checkpointId > newest.checkpointId) newest = metadata;
   }
-  if (newest === undefined) return undefined;
-  const lineage = lineageOf(newest);
   const base =
     lineage === 0
       ? undefined
       : all.find((metadata) => metadata.scope === BASE_SCOPE && metadata.checkpointId === lineage);
-  return { lineage, shape: shapeOf(base ?? newest), base, highestId: newest.checkpointId };
+  // `newest` exists: `lineage` is the lineage of one of the checkpoints.
+  return { lineage, shape: shapeOf(base ?? newest!), base, highestId };
 }
 
 /** The newest checkpoint of `scope` in `lineage`, by id. */

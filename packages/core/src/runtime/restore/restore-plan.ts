@@ -74,6 +74,14 @@ export interface RestoreRequest {
     perSubtask: Map<number, Record<string, OperatorSnapshot>>,
     from: readonly SubtaskSnapshot[],
   ) => void;
+  /**
+   * Refuses (throws) state that no operator claims, without logging or changing anything: run on the
+   * state as listed before the old processes are fenced, so that a refused start leaves them running.
+   */
+  readonly refuseUnclaimed?: (
+    perSubtask: Map<number, Record<string, OperatorSnapshot>>,
+    from: readonly SubtaskSnapshot[],
+  ) => void;
   readonly setting: RestoreSetting;
   readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;
 }
@@ -93,7 +101,8 @@ const freshPlan = (highestStoredId: number, lineage: number): RestorePlan => ({
  * Picks the state this process starts with — the restore rule, the same in every process of a job
  * whatever their start order:
  *
- * 1. The current lineage is that of the checkpoint with the highest id (never the newest by clock).
+ * 1. The current lineage is the newest one, the highest base id (never the newest by clock): a
+ *    checkpoint of an older lineage never makes it current again, whatever its id.
  * 2. If it has this process's parallelism and shape: restore this scope's newest checkpoint of the
  *    lineage, or, when there is none yet, this process's share of the lineage's base checkpoint.
  * 3. Otherwise (a rescale or a change of shape) start a new lineage: fence every scope of the old one
@@ -289,6 +298,8 @@ async function createLineage(
   origin: LineageOrigin,
 ): Promise<{ metadata: CheckpointMetadata; snapshots: Map<number, SubtaskSnapshot> } | undefined> {
   const { storage, jobId } = request;
+  // Refuse unclaimed state before fencing: a refused start must leave the old deployment running.
+  await refuseUnclaimedBeforeFencing(listed, listedLineage, request, origin);
   // Fence the old processes first: from here on none of them can store, so what we read is final.
   await fenceOtherShapes(request, listedLineage === undefined ? [] : scopesOf(listedLineage.shape));
   const all = await storage.list(jobId);
@@ -303,14 +314,8 @@ async function createLineage(
     return undefined;
   }
   const old = await origin.state(all, current);
-  const oldSnapshots = [...old.snapshots].sort((left, right) => left.subtaskIndex - right.subtaskIndex);
+  const { oldSnapshots, perSubtask } = redistribute(old, request);
   const baseId = (current?.highestId ?? 0) + 1;
-  const perSubtask = redistributeSnapshots(
-    oldSnapshots,
-    old.parallelism,
-    request.shape.parallelism,
-    request.sources,
-  );
   request.claimRedistributed?.(perSubtask, oldSnapshots);
   const snapshots = new Map<number, SubtaskSnapshot>();
   const subtaskStates = new Map<number, Buffer>();
@@ -355,4 +360,40 @@ async function createLineage(
     throw error;
   }
   return { metadata: checkpoint.metadata, snapshots };
+}
+
+function redistribute(
+  old: { snapshots: readonly SubtaskSnapshot[]; parallelism: number },
+  request: RestoreRequest,
+): { oldSnapshots: SubtaskSnapshot[]; perSubtask: Map<number, Record<string, OperatorSnapshot>> } {
+  const oldSnapshots = [...old.snapshots].sort((left, right) => left.subtaskIndex - right.subtaskIndex);
+  const perSubtask = redistributeSnapshots(
+    oldSnapshots,
+    old.parallelism,
+    request.shape.parallelism,
+    request.sources,
+  );
+  return { oldSnapshots, perSubtask };
+}
+
+/**
+ * Runs {@link RestoreRequest.refuseUnclaimed} on the state as listed, before anything is fenced. The
+ * old processes still run, so a checkpoint listed may be discarded meanwhile: when the state cannot
+ * be read, the check is left to the final state, read once they are fenced.
+ */
+async function refuseUnclaimedBeforeFencing(
+  listed: readonly CheckpointMetadata[],
+  listedLineage: CurrentLineage | undefined,
+  request: RestoreRequest,
+  origin: LineageOrigin,
+): Promise<void> {
+  if (request.refuseUnclaimed === undefined) return;
+  let old: Awaited<ReturnType<LineageOrigin["state"]>>;
+  try {
+    old = await origin.state(listed, listedLineage);
+  } catch {
+    return;
+  }
+  const { oldSnapshots, perSubtask } = redistribute(old, request);
+  request.refuseUnclaimed(perSubtask, oldSnapshots);
 }

@@ -322,6 +322,45 @@ describe("a named restore is applied once", () => {
     ]);
   }, 60_000);
 
+  it("one process per subtask: a process of the old lineage that stores on does not take the job back to it", async () => {
+    const target = deployment(1_000_000);
+    await runTogether(target, 2, 600);
+    const named = { checkpointId: Math.max(...(await idsOf(target, "subtask-0-of-2"))) };
+    const applied = await runUntil(
+      target,
+      process(target, { parallelism: 2, subtaskIndex: 0, restore: named }),
+      100,
+    );
+    const [base] = await basesOf(target);
+    // Subtask 1's process of the old lineage stored on after the new lineage was made (a rolling
+    // update): a checkpoint of lineage 0 with the job's highest id.
+    const oldLatest = Math.max(...(await idsOf(target, "subtask-1-of-2")));
+    const old = await target.storage.load(target.jobId, "subtask-1-of-2", oldLatest);
+    await target.storage.store(
+      createCompletedCheckpoint({
+        jobId: target.jobId,
+        checkpointId: applied.lastCheckpointId + 50,
+        scope: "subtask-1-of-2",
+        parallelism: 2,
+        subtaskStates: old.subtaskStates,
+      }),
+    );
+    // Process 0 restarted, as an in-process restart ("latest") and as a pod with the same setting:
+    // both go on from its latest checkpoint of the new lineage.
+    const restarted: JobResult[] = [];
+    for (const restore of ["latest", named] as const) {
+      const last = restarted.at(-1)?.lastCheckpointId ?? applied.lastCheckpointId;
+      const result = await runUntil(
+        target,
+        process(target, { parallelism: 2, subtaskIndex: 0, restore }),
+        50,
+      );
+      expect(result.restoredCheckpointId).toBe(last);
+      restarted.push(result);
+    }
+    expect((await basesOf(target)).map((metadata) => metadata.checkpointId)).toEqual([base?.checkpointId]);
+  }, 60_000);
+
   it("one process per subtask started at the same moment with the same named checkpoint: one lineage, no record twice", async () => {
     const target = deployment(6_000);
     await runTogether(target, 2, 600);
