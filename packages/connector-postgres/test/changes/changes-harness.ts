@@ -74,8 +74,12 @@ export async function readRecords(
   for (let idle = 0; out.length < count && idle < idleRounds; ) {
     await Promise.race([reader.isAvailable(), new Promise((resolve) => setTimeout(resolve, 50))]);
     const batch = await reader.pollNext();
+    // Gives up only after `idleRounds` empty polls in a row: a slow server still makes progress.
     if (batch === undefined || batch.records.length === 0) idle += 1;
-    else out.push(...batch.records);
+    else {
+      idle = 0;
+      out.push(...batch.records);
+    }
   }
   return out;
 }
