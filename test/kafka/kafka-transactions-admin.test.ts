@@ -88,7 +88,8 @@ describe("onceflow-kafka transactions (the CLI, on the real broker)", { timeout:
 
   it("refuses a prefix of no transactional id the brokers know, listing the prefixes they know", async () => {
     const topic = await createTopic(uniqueName("known-prefixes"), 1);
-    const prefix = uniqueName("known-prefix");
+    // Ending in digits of its own, as a prefix may: only the ids' last three numbers are not its.
+    const prefix = `${uniqueName("known-prefix")}-2026`;
     await writeInTransaction(`${prefix}-0-1-0`, topic, "committed", "commit");
     const wrong = `${prefix}x`;
     for (const args of [

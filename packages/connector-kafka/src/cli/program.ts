@@ -151,13 +151,14 @@ const PREFIX_HELP =
 async function requireKnownPrefix(brokers: readonly string[], prefix: string): Promise<void> {
   const known = await listKafkaTransactions({ brokers: [...brokers] });
   if (known.some((transaction) => transaction.transactionalId.startsWith(prefix))) return;
-  // A KafkaSink's ids end in -<subtask>-<incarnation>-<slot>, its claim of the prefix in
+  // A KafkaSink's ids end in exactly three numbers, -<subtask>-<incarnation>-<slot> (a prefix may end in
+  // digits of its own), its claim of the prefix in
   // -claim.<jobId>: what comes before is its prefix. The prefixes nearest the one given come first,
   // so a typo's intended prefix is shown however many others the brokers know.
   const prefixes = [
     ...new Set(
       known.map((transaction) =>
-        transaction.transactionalId.replace(/-claim\..*$/s, "").replace(/(-\d+)+$/, ""),
+        transaction.transactionalId.replace(/-claim\..*$/s, "").replace(/(-\d+){3}$/, ""),
       ),
     ),
   ].sort((a, b) => commonStartLength(b, prefix) - commonStartLength(a, prefix) || a.localeCompare(b));
