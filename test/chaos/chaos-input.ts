@@ -1,8 +1,8 @@
 import { Kafka, logLevel } from "kafkajs";
 import type { ChaosRecord } from "./fixtures/chaos-record.js";
 
-// The chaos input: records 0…count−1 produced into a topic while the jobs run, keyed by one of
-// `CHAOS_KEYS` keys (`seq` = id, so a key's records are in order).
+// The chaos input: messages 0…count−1 produced into a topic while the jobs run; by default records
+// keyed by one of `CHAOS_KEYS` keys (`seq` = id, so a key's records are in order).
 
 /** How many keys the input spreads over. */
 export const CHAOS_KEYS = 12;
@@ -27,12 +27,30 @@ export interface BackgroundInput {
   stop(): void;
 }
 
-/** Produces records 0…count−1 keyed by their key, about `perSecond` a second, in ticks of 100 ms. */
+/** One input message: its key, its value, and its partition (by default the key's). */
+export interface InputMessage {
+  readonly key: string;
+  readonly value: string;
+  readonly partition?: number;
+}
+
+/** The default input: record `id` as a {@link ChaosRecord} keyed by one of {@link CHAOS_KEYS} keys. */
+export function chaosRecordMessage(id: number): InputMessage {
+  const key = `k${id % CHAOS_KEYS}`;
+  const record: ChaosRecord = { id, key, seq: id };
+  return { key, value: JSON.stringify(record) };
+}
+
+/**
+ * Produces messages 0…count−1 (`message(id)`, by default {@link chaosRecordMessage}), about
+ * `perSecond` a second, in ticks of 100 ms.
+ */
 export function produceInBackground(
   brokers: readonly string[],
   topic: string,
   count: number,
   perSecond: number,
+  message: (id: number) => InputMessage = chaosRecordMessage,
 ): BackgroundInput {
   let paused = false;
   let stopped = false;
@@ -51,11 +69,7 @@ export function produceInBackground(
       for (let id = 0; id < count && !stopped; id += perTick) {
         while (paused && !stopped) await sleep(50);
         const messages = [];
-        for (let next = id; next < Math.min(count, id + perTick); next++) {
-          const key = `k${next % CHAOS_KEYS}`;
-          const record: ChaosRecord = { id: next, key, seq: next };
-          messages.push({ key, value: JSON.stringify(record) });
-        }
+        for (let next = id; next < Math.min(count, id + perTick); next++) messages.push(message(next));
         sending = true;
         try {
           await producer.send({ topic, messages });

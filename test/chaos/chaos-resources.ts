@@ -19,6 +19,8 @@ export interface ChaosResourcesOptions {
   readonly brokers: readonly string[];
   readonly postgresUrl: string | undefined;
   readonly partitions: number;
+  /** The output table's columns besides `pos bigserial` (default the chaos record's `id, key, seq`). */
+  readonly tableColumns?: string;
 }
 
 export interface ChaosResources {
@@ -56,7 +58,7 @@ export async function createChaosResources(options: ChaosResourcesOptions): Prom
     const postgresUrl = requiredUrl(options.postgresUrl);
     await withPostgres(postgresUrl, (client) =>
       client.query(
-        `CREATE TABLE ${pg.escapeIdentifier(sqlName)} (pos bigserial PRIMARY KEY, id integer NOT NULL, key text NOT NULL, seq integer NOT NULL)`,
+        `CREATE TABLE ${pg.escapeIdentifier(sqlName)} (pos bigserial PRIMARY KEY, ${options.tableColumns ?? "id integer NOT NULL, key text NOT NULL, seq integer NOT NULL"})`,
       ),
     );
     output = { sink: "postgres", postgresUrl, table: sqlName };

@@ -22,18 +22,24 @@ export async function withPostgres<T>(url: string, work: (client: pg.Client) => 
   }
 }
 
-/** What the sink committed, in the order a reader sees it per key. */
-export async function readCommitted(output: ChaosOutput): Promise<ChaosRecord[]> {
+/**
+ * What the sink committed, in the order a reader sees it per key: the JSON values of the topic, or
+ * the table's rows as `SELECT <select>` gives them (by default the chaos record's columns).
+ */
+export async function readCommitted<T = ChaosRecord>(
+  output: ChaosOutput,
+  select = "id, key, seq",
+): Promise<T[]> {
   if (output.sink === "kafka") {
     const records = await readCommittedKafkaRecords([...output.brokers], output.topic);
-    return records.map((record) => JSON.parse(record.value ?? "null") as ChaosRecord);
+    return records.map((record) => JSON.parse(record.value ?? "null") as T);
   }
   // `pos` is a bigserial: the order rows were inserted (and a key's rows come from one subtask).
   return withPostgres(output.postgresUrl, async (client) => {
-    const result = await client.query<{ id: number; key: string; seq: number }>(
-      `SELECT id, key, seq FROM ${pg.escapeIdentifier(output.table)} ORDER BY pos`,
+    const result = await client.query(
+      `SELECT ${select} FROM ${pg.escapeIdentifier(output.table)} ORDER BY pos`,
     );
-    return result.rows;
+    return result.rows as T[];
   });
 }
 

@@ -4,9 +4,13 @@
 // `--topology per-subtask` runs one process per subtask instead, rescaled P → Q → P, with zombies
 // (`--zombies N`, default kills/10), checkpoints in `--storage filesystem|postgres`, and a share of
 // processes storing one checkpoint after its timeout (`--slow-stores 0.2`).
+// `--pipeline keyed-to-kafka|keyed-to-postgres` runs the keyed windowed count (keyBy → tumbling
+// window count), rescaled 2 → 3 → 1 (`--parallelisms`) with kills at sink phases, its counts checked
+// against the input's; `--topology` is one of its shapes (keyed-chaos-runner.ts).
 import { parseArgs } from "node:util";
 import { chaosSeed, runGeneratorToFilesChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
+import { isKeyedChaosShape, KEYED_CHAOS_SHAPES, runKeyedChaos } from "./keyed-chaos-runner.js";
 import { runPerSubtaskChaos } from "./per-subtask-chaos-runner.js";
 
 const { values } = parseArgs({
@@ -27,10 +31,12 @@ const { values } = parseArgs({
   },
 });
 const seed = values.seed === undefined ? chaosSeed() : Number(values.seed);
-const perSubtask = values.topology === "per-subtask";
+const keyed = values.pipeline === "keyed-to-kafka" || values.pipeline === "keyed-to-postgres";
+const perSubtask = values.topology === "per-subtask" && !keyed;
 const replayOptions = [
   `--pipeline ${values.pipeline}`,
   ...(perSubtask ? [`--topology per-subtask --storage ${values.storage}`] : []),
+  ...(keyed ? [`--topology ${values.topology}`] : []),
   ...(values.zombies === undefined ? [] : [`--zombies ${values.zombies}`]),
   ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
   ...(values.records === undefined ? [] : [`--records ${values.records}`]),
@@ -52,6 +58,8 @@ try {
     });
   } else if (perSubtask) {
     report = await runPerSubtask();
+  } else if (keyed) {
+    report = await runKeyed();
   } else if (values.pipeline === "kafka-to-kafka" || values.pipeline === "kafka-to-postgres") {
     const brokers = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
     const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
@@ -73,7 +81,9 @@ try {
       log,
     });
   } else {
-    throw new Error(`--pipeline must be generator-to-files, kafka-to-kafka or kafka-to-postgres`);
+    throw new Error(
+      "--pipeline must be generator-to-files, kafka-to-kafka, kafka-to-postgres, keyed-to-kafka or keyed-to-postgres",
+    );
   }
   const violations = (report as { violations?: readonly string[] }).violations ?? [];
   if (violations.length > 0) throw new Error(`${JSON.stringify(report)}\n${violations.join("\n")}`);
@@ -106,6 +116,38 @@ async function runPerSubtask(): Promise<object> {
     recordsPerSecond: Number(values.rate ?? "150"),
     ...(values["max-delay"] === undefined ? {} : { maxEventGapMs: Number(values["max-delay"]) }),
     ...(values["slow-stores"] === undefined ? {} : { slowStoreChance: Number(values["slow-stores"]) }),
+    ...(values.parallelisms === undefined
+      ? {}
+      : { parallelisms: values.parallelisms.split(",").map((parallelism) => Number(parallelism)) }),
+    brokers: brokers.split(","),
+    ...(postgresUrl === undefined || postgresUrl === "" ? {} : { postgresUrl }),
+    log,
+  });
+}
+
+async function runKeyed(): Promise<object> {
+  const brokers = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
+  const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
+  if (brokers === undefined || brokers === "")
+    throw new Error("--brokers or ONCEFLOW_KAFKA_BROKERS is required");
+  const sink = values.pipeline === "keyed-to-kafka" ? "kafka" : "postgres";
+  if (sink === "postgres" && (postgresUrl === undefined || postgresUrl === ""))
+    throw new Error("--postgres or ONCEFLOW_POSTGRES_URL is required");
+  const shape = values.topology;
+  if (!isKeyedChaosShape(shape))
+    throw new Error(
+      `--topology for a keyed pipeline is one of: ${Object.keys(KEYED_CHAOS_SHAPES).join(", ")}`,
+    );
+  const kills = Number(values.kills);
+  return runKeyedChaos({
+    shape,
+    sink,
+    seed,
+    kills,
+    // Enough input to outlast the kills (about 3 s each: a start, then the delay or the phase).
+    records: Number(values.records ?? String(Math.max(3000, kills * 600))),
+    recordsPerSecond: Number(values.rate ?? "200"),
+    maxKillDelayMs: Number(values["max-delay"] ?? "2500"),
     ...(values.parallelisms === undefined
       ? {}
       : { parallelisms: values.parallelisms.split(",").map((parallelism) => Number(parallelism)) }),

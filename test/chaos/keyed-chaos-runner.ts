@@ -1,0 +1,302 @@
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { produceInBackground } from "./chaos-input.js";
+import { createChaosResources } from "./chaos-resources.js";
+import { type Child, seededRandom, startJob } from "./chaos-runner.js";
+import { readCommitted } from "./committed-output.js";
+import type { WindowCount } from "./fixtures/chaos-record.js";
+import { SINK_PHASES, type SinkPhase } from "./fixtures/chaos-sinks.js";
+import { keyedChaosInput, windowCountViolations } from "./keyed-chaos-input.js";
+
+// Seeded chaos for a keyed windowed count: Kafka → keyBy(key) → tumbling event-time window count →
+// an exactly-once KafkaSink or a PostgresSink. The input (keyed-chaos-input.ts) spreads every key
+// over every partition, skewed; each attempt runs at the next parallelism of a cycle (2 → 3 → 1 by
+// default: every restart is a rescale) and is SIGKILLed after a seeded delay (mostly from STARTED,
+// sometimes from the spawn) or, every few attempts, while its sink stands at a phase of the
+// two-phase commit. A last attempt runs until
+// every window is committed and stops with SIGTERM; then an independent reader (read_committed
+// Fetch requests, or a fresh SQL connection) must find every (key, window) once, with the count the
+// reference computed from the input — results right, not only delivered once.
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fixture = join(here, "fixtures", "keyed-window-job.ts");
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** One attempt of the job in a deployment shape: killed and awaited as a whole. */
+export interface KeyedChaosAttempt {
+  /** Resolves once every process of the attempt printed `STARTED`. */
+  readonly started: Promise<void>;
+  isStarted(): boolean;
+  /** Resolves when the attempt ended (every process of it). */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` to every process of the attempt. */
+  signal(signal: "SIGKILL" | "SIGTERM"): void;
+  isAlive(): boolean;
+  output(): string;
+}
+
+/** How a shape starts the keyed job at one parallelism. */
+export interface KeyedChaosShape {
+  /** What this shape runs the subtasks in, for the log and the report. */
+  readonly description: string;
+  start(env: Readonly<Record<string, string>>, parallelism: number): KeyedChaosAttempt;
+}
+
+function oneChild(child: Child): KeyedChaosAttempt {
+  return {
+    started: child.started,
+    isStarted: () => child.isStarted(),
+    exited: child.exited,
+    signal: (signal) => child.process.kill(signal),
+    isAlive: () => child.process.exitCode === null && child.process.signalCode === null,
+    output: () => child.output(),
+  };
+}
+
+/**
+ * The deployment shapes the keyed chaos runs in (`--topology`). Add a shape here once `keyBy`
+ * crosses it:
+ * - `threads`: one worker thread per subtask in one process — the same child as `one-process`, with
+ *   the job's threads option set from the environment by the fixture;
+ * - `per-subtask`: one process per subtask, the exchange through the Kafka repartition topic — an
+ *   attempt of `parallelism` processes (startSubtaskProcess in subtask-process.ts, given this
+ *   fixture), killed and awaited together.
+ */
+export const KEYED_CHAOS_SHAPES = {
+  "one-process": {
+    description: "every subtask in one process, the exchange in memory",
+    start: (env, parallelism) =>
+      oneChild(startJob({ ...env, CHAOS_PARALLELISM: String(parallelism) }, fixture)),
+  },
+} satisfies Record<string, KeyedChaosShape>;
+
+/** A shape's name, a key of {@link KEYED_CHAOS_SHAPES}. */
+export type KeyedChaosShapeName = keyof typeof KEYED_CHAOS_SHAPES;
+
+/** True when `name` is a shape the keyed chaos can run in. */
+export function isKeyedChaosShape(name: string): name is KeyedChaosShapeName {
+  return Object.hasOwn(KEYED_CHAOS_SHAPES, name);
+}
+
+export interface KeyedChaosOptions {
+  readonly shape: KeyedChaosShapeName;
+  readonly sink: "kafka" | "postgres";
+  readonly seed: number;
+  /** SIGKILLs before the last attempt. */
+  readonly kills: number;
+  readonly records: number;
+  readonly brokers: readonly string[];
+  /** Required for the PostgreSQL sink. */
+  readonly postgresUrl?: string;
+  /** The parallelism of attempt n is `parallelisms[n % length]` (default 2, 3, 1). */
+  readonly parallelisms?: readonly number[];
+  /** Every this many kills, one lands at a sink phase, the phases in turn (default 4; 0: never). */
+  readonly phaseKillEvery?: number;
+  /** The window's size, ms of event time (default 1000: about 100 records). */
+  readonly windowMs?: number;
+  /** Input partitions (default 4: more than the highest parallelism, so some subtask reads two). */
+  readonly partitions?: number;
+  /** Shortest and longest delay before a random kill, ms (default 300…2500), from STARTED or the spawn. */
+  readonly minKillDelayMs?: number;
+  readonly maxKillDelayMs?: number;
+  /** How fast the input is produced (default 200/s). */
+  readonly recordsPerSecond?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface KeyedChaosReport {
+  readonly shape: KeyedChaosShapeName;
+  readonly sink: "kafka" | "postgres";
+  readonly seed: number;
+  readonly kills: number;
+  readonly killsDuringStartup: number;
+  /** Kills that landed with a sink standing at a phase, per phase. */
+  readonly phaseKills: Readonly<Record<string, number>>;
+  /** Phase kills whose phase the attempt did not reach in time (killed anyway). */
+  readonly phasesNotReached: number;
+  readonly parallelisms: readonly number[];
+  readonly records: number;
+  readonly hotKeyShare: number;
+  /** (key, window) counts expected, and rows the reader found. */
+  readonly windows: number;
+  readonly rows: number;
+  /** Empty when every count is right. */
+  readonly violations: readonly string[];
+  readonly durationMs: number;
+}
+
+/** "phase" once a sink of `attempt` stands at its kill phase, "timer" after `timeoutMs` without. */
+async function untilPhase(attempt: KeyedChaosAttempt, timeoutMs: number): Promise<"phase" | "timer"> {
+  const deadline = Date.now() + timeoutMs;
+  while (attempt.isAlive() && Date.now() < deadline) {
+    if (attempt.output().includes("\nPHASE ")) return "phase";
+    await sleep(20);
+  }
+  return "timer";
+}
+
+/** Runs one keyed chaos (see the file's header). A wrong count is in `violations`, with the seed. */
+export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedChaosReport> {
+  const began = Date.now();
+  const random = seededRandom(options.seed);
+  const log = options.log ?? (() => {});
+  const shape: KeyedChaosShape = KEYED_CHAOS_SHAPES[options.shape];
+  const parallelisms = options.parallelisms ?? [2, 3, 1];
+  const partitions = options.partitions ?? 4;
+  const windowMs = options.windowMs ?? 1000;
+  const phaseKillEvery = options.phaseKillEvery ?? 4;
+  const name = `chaos-keyed-${options.sink === "kafka" ? "k" : "pg"}-${options.seed}-${Date.now().toString(36)}`;
+  const input = keyedChaosInput(random, options.records, partitions, windowMs);
+  const resources = await createChaosResources({
+    name,
+    sink: options.sink,
+    storage: "filesystem",
+    brokers: options.brokers,
+    postgresUrl: options.postgresUrl,
+    partitions,
+    tableColumns: "key text NOT NULL, window_start bigint NOT NULL, count integer NOT NULL",
+  });
+  const env: Record<string, string> = {
+    ...resources.env,
+    CHAOS_BROKERS: options.brokers.join(","),
+    CHAOS_JOB_ID: name,
+    CHAOS_INPUT_TOPIC: resources.inputTopic,
+    CHAOS_WINDOW_MS: String(windowMs),
+    CHAOS_CHECKPOINT_INTERVAL: String(50 + Math.floor(random() * 200)),
+    CHAOS_MAX_BATCH: String(10 + Math.floor(random() * 90)),
+  };
+  log(
+    `chaos keyed window count → ${options.sink} (${options.shape}: ${shape.description}) seed=${options.seed} kills=${options.kills} records=${options.records} windows=${input.reference.size} hot=${input.hotShare.toFixed(2)} parallelisms=${parallelisms.join("→")} partitions=${partitions} interval=${env.CHAOS_CHECKPOINT_INTERVAL}ms batch=${env.CHAOS_MAX_BATCH}`,
+  );
+  const read = () =>
+    readCommitted<WindowCount>(resources.output, "key, window_start::float8 AS start, count");
+  const producing = produceInBackground(
+    options.brokers,
+    resources.inputTopic,
+    input.messages,
+    options.recordsPerSecond ?? 200,
+    (id) => input.message(id),
+  );
+  const minDelay = options.minKillDelayMs ?? 300;
+  const maxDelay = options.maxKillDelayMs ?? 2500;
+  const phaseKills: Record<string, number> = {};
+  let phasesNotReached = 0;
+  let killsDuringStartup = 0;
+  let killed = 0;
+  const used: number[] = [];
+  // The attempt alive now, SIGKILLed in `finally` if a check throws: no job outlives the chaos.
+  let current: KeyedChaosAttempt | undefined;
+  try {
+    for (let kill = 1; kill <= options.kills; kill++) {
+      const parallelism = parallelisms[(kill - 1) % parallelisms.length] as number;
+      used.push(parallelism);
+      const phase: SinkPhase | undefined =
+        phaseKillEvery > 0 && kill % phaseKillEvery === 0
+          ? SINK_PHASES[(kill / phaseKillEvery - 1) % SINK_PHASES.length]
+          : undefined;
+      const delay = minDelay + Math.floor(random() * (maxDelay - minDelay));
+      const atCount = 1 + Math.floor(random() * 3);
+      // Most delays count from STARTED, so that the kill lands while records flow; one in ten from
+      // the spawn, so that some land in startup and recovery.
+      const fromSpawn = random() < 0.1;
+      const attempt = shape.start(
+        phase === undefined ? env : { ...env, CHAOS_KILL_AT: phase, CHAOS_KILL_AT_COUNT: String(atCount) },
+        parallelism,
+      );
+      current = attempt;
+      // A phase kill waits for the sink to stand there (a recovery commit needs a transaction left
+      // pending by the attempt before, so it may never come: then it is a late random kill).
+      const outcome = await Promise.race([
+        phase !== undefined
+          ? untilPhase(attempt, 8000 + maxDelay)
+          : (fromSpawn ? Promise.resolve() : attempt.started)
+              .then(() => sleep(delay))
+              .then(() => "timer" as const),
+        attempt.exited.then(() => "exited" as const),
+      ]);
+      if (outcome === "exited") {
+        const { code, signal } = await attempt.exited;
+        throw new Error(
+          `seed ${options.seed}: attempt ${kill} (parallelism ${parallelism}) ended on its own (${code ?? signal}):\n${attempt.output()}`,
+        );
+      }
+      const duringStartup = !attempt.isStarted();
+      if (duringStartup) killsDuringStartup++;
+      attempt.signal("SIGKILL");
+      const { signal } = await attempt.exited;
+      if (signal !== "SIGKILL")
+        throw new Error(
+          `seed ${options.seed}: attempt ${kill} was not killed (${signal}):\n${attempt.output()}`,
+        );
+      killed++;
+      if (phase !== undefined && outcome === "phase") phaseKills[phase] = (phaseKills[phase] ?? 0) + 1;
+      if (phase !== undefined && outcome !== "phase") phasesNotReached++;
+      const where =
+        phase === undefined
+          ? `${delay} ms after ${fromSpawn ? "spawn" : "STARTED"}${duringStartup ? " (before STARTED)" : ""}`
+          : outcome === "phase"
+            ? `at ${phase} (its ${atCount}. time)`
+            : `${phase} not reached: killed late`;
+      log(
+        `  kill ${kill}/${options.kills} p=${parallelism} ${where}: ${(await read()).length} rows committed`,
+      );
+    }
+    await producing.done;
+    // The last attempt: until every window is committed, then SIGTERM (a final checkpoint, exit 0).
+    const parallelism = parallelisms[options.kills % parallelisms.length] as number;
+    used.push(parallelism);
+    const last = shape.start(env, parallelism);
+    current = last;
+    const deadline = Date.now() + 90_000;
+    let rows = await read();
+    while (rows.length < input.reference.size) {
+      if (!last.isAlive() || Date.now() > deadline) {
+        log(
+          `  the last attempt committed ${rows.length}/${input.reference.size} rows:\n${last.output().slice(-3000)}`,
+        );
+        break;
+      }
+      await sleep(250);
+      rows = await read();
+    }
+    if (last.isAlive()) {
+      // SIGTERM before the job installed its handlers would kill it outright.
+      await Promise.race([last.started, last.exited]);
+      await sleep(200);
+      last.signal("SIGTERM");
+      const { code } = await last.exited;
+      if (code !== 0)
+        throw new Error(`seed ${options.seed}: the last attempt failed (${code}):\n${last.output()}`);
+    }
+    // Commit markers are written after EndTxn returns: give a late duplicate time to show.
+    await sleep(1000);
+    rows = await read();
+    const violations = windowCountViolations(rows, input.reference).map(
+      (violation) => `seed ${options.seed}: ${violation}`,
+    );
+    return {
+      shape: options.shape,
+      sink: options.sink,
+      seed: options.seed,
+      kills: killed,
+      killsDuringStartup,
+      phaseKills,
+      phasesNotReached,
+      parallelisms: [...new Set(used)],
+      records: options.records,
+      hotKeyShare: Number(input.hotShare.toFixed(3)),
+      windows: input.reference.size,
+      rows: rows.length,
+      violations,
+      durationMs: Date.now() - began,
+    };
+  } finally {
+    if (current?.isAlive()) {
+      current.signal("SIGKILL");
+      await current.exited;
+    }
+    producing.stop();
+    await producing.done.catch(() => undefined);
+    await resources.remove().catch(() => undefined);
+  }
+}
