@@ -11,12 +11,12 @@ import { keyedChaosInput, windowCountViolations } from "./keyed-chaos-input.js";
 // Seeded chaos for a keyed windowed count: Kafka → keyBy(key) → tumbling event-time window count →
 // an exactly-once KafkaSink or a PostgresSink. The input (keyed-chaos-input.ts) spreads every key
 // over every partition, skewed; each attempt runs at the next parallelism of a cycle (2 → 3 → 1 by
-// default: every restart is a rescale) and is SIGKILLed after a seeded delay (mostly from STARTED,
-// sometimes from the spawn) or, every few attempts, while its sink stands at a phase of the
-// two-phase commit. A last attempt runs until
-// every window is committed and stops with SIGTERM; then an independent reader (read_committed
-// Fetch requests, or a fresh SQL connection) must find every (key, window) once, with the count the
-// reference computed from the input — results right, not only delivered once.
+// default: every restart is a rescale) and is SIGKILLed after a seeded delay (from the spawn, from
+// STARTED or from its first stored checkpoint) or, every few attempts, while its sink stands at a
+// phase of the two-phase commit. A last attempt runs until every window is committed and stops
+// with SIGTERM; then an independent reader (read_committed Fetch requests, or a fresh SQL
+// connection) must find every (key, window) once, with the count the reference computed from the
+// input — results right, not only delivered once.
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixture = join(here, "fixtures", "keyed-window-job.ts");
@@ -125,14 +125,23 @@ export interface KeyedChaosReport {
   readonly durationMs: number;
 }
 
-/** "phase" once a sink of `attempt` stands at its kill phase, "timer" after `timeoutMs` without. */
-async function untilPhase(attempt: KeyedChaosAttempt, timeoutMs: number): Promise<"phase" | "timer"> {
+/** True once a line of `attempt`'s output starts with `marker`; false after `timeoutMs` or its end. */
+async function untilOutput(attempt: KeyedChaosAttempt, marker: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (attempt.isAlive() && Date.now() < deadline) {
-    if (attempt.output().includes("\nPHASE ")) return "phase";
+    if (attempt.output().includes(`\n${marker}`)) return true;
     await sleep(20);
   }
-  return "timer";
+  return false;
+}
+
+/** What a random kill's delay counts from. */
+type KillAnchor = "spawn" | "STARTED" | "checkpoint";
+
+/** Resolves when `anchor` happened in `attempt` (a checkpoint that never comes: after 20 s). */
+async function anchored(attempt: KeyedChaosAttempt, anchor: KillAnchor): Promise<void> {
+  if (anchor === "STARTED") await attempt.started;
+  if (anchor === "checkpoint") await untilOutput(attempt, "CHECKPOINT ", 20_000);
 }
 
 /** Runs one keyed chaos (see the file's header). A wrong count is in `violations`, with the seed. */
@@ -162,6 +171,8 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
     CHAOS_JOB_ID: name,
     CHAOS_INPUT_TOPIC: resources.inputTopic,
     CHAOS_WINDOW_MS: String(windowMs),
+    // `CHECKPOINT <id>` on each stored checkpoint: what a kill's delay can count from.
+    CHAOS_REPORT_CHECKPOINTS: "1",
     CHAOS_CHECKPOINT_INTERVAL: String(50 + Math.floor(random() * 200)),
     CHAOS_MAX_BATCH: String(10 + Math.floor(random() * 90)),
   };
@@ -196,9 +207,10 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
           : undefined;
       const delay = minDelay + Math.floor(random() * (maxDelay - minDelay));
       const atCount = 1 + Math.floor(random() * 3);
-      // Most delays count from STARTED, so that the kill lands while records flow; one in ten from
-      // the spawn, so that some land in startup and recovery.
-      const fromSpawn = random() < 0.1;
+      // One delay in ten counts from the spawn (kills in startup), four from STARTED (in recovery, or
+      // soon after), half from the attempt's first stored checkpoint: every such attempt gets on.
+      const draw = random();
+      const anchor: KillAnchor = draw < 0.1 ? "spawn" : draw < 0.5 ? "STARTED" : "checkpoint";
       const attempt = shape.start(
         phase === undefined ? env : { ...env, CHAOS_KILL_AT: phase, CHAOS_KILL_AT_COUNT: String(atCount) },
         parallelism,
@@ -208,8 +220,8 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       // pending by the attempt before, so it may never come: then it is a late random kill).
       const outcome = await Promise.race([
         phase !== undefined
-          ? untilPhase(attempt, 8000 + maxDelay)
-          : (fromSpawn ? Promise.resolve() : attempt.started)
+          ? untilOutput(attempt, "PHASE ", 8000 + maxDelay).then((at) => (at ? "phase" : "timer"))
+          : anchored(attempt, anchor)
               .then(() => sleep(delay))
               .then(() => "timer" as const),
         attempt.exited.then(() => "exited" as const),
@@ -233,7 +245,7 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       if (phase !== undefined && outcome !== "phase") phasesNotReached++;
       const where =
         phase === undefined
-          ? `${delay} ms after ${fromSpawn ? "spawn" : "STARTED"}${duringStartup ? " (before STARTED)" : ""}`
+          ? `${delay} ms after ${anchor === "checkpoint" ? "the first checkpoint" : anchor}${duringStartup ? " (before STARTED)" : ""}`
           : outcome === "phase"
             ? `at ${phase} (its ${atCount}. time)`
             : `${phase} not reached: killed late`;
@@ -247,17 +259,20 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
     used.push(parallelism);
     const last = shape.start(env, parallelism);
     current = last;
-    const deadline = Date.now() + 90_000;
+    // It may have a long backlog: it fails only when no row came for two minutes.
     let rows = await read();
+    let progressAt = Date.now();
     while (rows.length < input.reference.size) {
-      if (!last.isAlive() || Date.now() > deadline) {
+      if (!last.isAlive() || Date.now() > progressAt + 120_000) {
         log(
           `  the last attempt committed ${rows.length}/${input.reference.size} rows:\n${last.output().slice(-3000)}`,
         );
         break;
       }
       await sleep(250);
+      const before = rows.length;
       rows = await read();
+      if (rows.length > before) progressAt = Date.now();
     }
     if (last.isAlive()) {
       // SIGTERM before the job installed its handlers would kill it outright.
