@@ -28,6 +28,44 @@ export function redistributeSnapshots(
   return redistribute(oldSubtasks, oldParallelism, { parallelism, sources });
 }
 
+/**
+ * The old subtasks' snapshots with every `UnionListState` counted once across the shares of a base.
+ * A base (the state a rescale stored for its new shape) holds the whole union in each of its
+ * shares; redistributing the shares as they are would give every new subtask the union once per old
+ * subtask, and rescales in a row before a checkpoint completes would multiply it each time. The first
+ * base share keeps its union elements; the other shares keep their other state.
+ *
+ * @example
+ * ```ts
+ * const old = unionStateOnce(snapshots, new Set([base.checkpointId]));
+ * ```
+ */
+export function unionStateOnce(
+  oldSubtasks: readonly SubtaskSnapshot[],
+  baseCheckpointIds: ReadonlySet<number>,
+): SubtaskSnapshot[] {
+  let unionKept = false;
+  return oldSubtasks.map((snapshot) => {
+    if (!baseCheckpointIds.has(snapshot.checkpointId)) return snapshot;
+    if (!unionKept) {
+      unionKept = true;
+      return snapshot;
+    }
+    const operators: Record<string, OperatorSnapshot> = {};
+    for (const [uid, operator] of Object.entries(snapshot.operators)) {
+      if (operator.operatorState === undefined) {
+        operators[uid] = operator;
+        continue;
+      }
+      const operatorState: OperatorStateSnapshot = {};
+      for (const [name, entry] of Object.entries(operator.operatorState))
+        operatorState[name] = entry.mode === "union" ? { mode: entry.mode, elements: [] } : entry;
+      operators[uid] = { ...operator, operatorState };
+    }
+    return { ...snapshot, operators };
+  });
+}
+
 interface RedistributionTarget {
   readonly parallelism: number;
   readonly sources: ReadonlyMap<string, Source<unknown, SourceSplit>>;

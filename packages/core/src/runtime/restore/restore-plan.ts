@@ -22,7 +22,7 @@ import {
   scopesOf,
   startRequestOf,
 } from "./lineage.js";
-import { redistributeSnapshots } from "./redistribute-snapshots.js";
+import { redistributeSnapshots, unionStateOnce } from "./redistribute-snapshots.js";
 import { appliedBy, findNamedCheckpoint, stateAtCheckpoint } from "./start-request.js";
 
 /**
@@ -363,12 +363,19 @@ async function createLineage(
 }
 
 function redistribute(
-  old: { snapshots: readonly SubtaskSnapshot[]; parallelism: number },
+  old: {
+    snapshots: readonly SubtaskSnapshot[];
+    parallelism: number;
+    usedCheckpoints: readonly CheckpointMetadata[];
+  },
   request: RestoreRequest,
 ): { oldSnapshots: SubtaskSnapshot[]; perSubtask: Map<number, Record<string, OperatorSnapshot>> } {
   const oldSnapshots = [...old.snapshots].sort((left, right) => left.subtaskIndex - right.subtaskIndex);
+  const bases = new Set(
+    old.usedCheckpoints.filter((used) => used.scope === BASE_SCOPE).map((used) => used.checkpointId),
+  );
   const perSubtask = redistributeSnapshots(
-    oldSnapshots,
+    unionStateOnce(oldSnapshots, bases),
     old.parallelism,
     request.shape.parallelism,
     request.sources,
