@@ -4,10 +4,15 @@
 // `--topology per-subtask` runs one process per subtask instead, rescaled P → Q → P, with zombies
 // (`--zombies N`, default kills/10), checkpoints in `--storage filesystem|postgres`, and a share of
 // processes storing one checkpoint after its timeout (`--slow-stores 0.2`).
+// `--pipeline outbox-to-kafka|changes-to-postgres` runs the change data capture chaos on a throwaway
+// PostgreSQL with wal_level=logical that it crashes (`--restarts N`) and with zombies (`--zombies N`),
+// both default kills/20; Kafka from --brokers or ONCEFLOW_KAFKA_BROKERS, else one started for the run.
 import { parseArgs } from "node:util";
+import { startKafka, startPostgres } from "@onceflow/testkit";
 import { chaosSeed, runGeneratorToFilesChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { runPerSubtaskChaos } from "./per-subtask-chaos-runner.js";
+import { runPostgresChangesChaos } from "./postgres-changes-chaos-runner.js";
 
 const { values } = parseArgs({
   options: {
@@ -24,6 +29,7 @@ const { values } = parseArgs({
     zombies: { type: "string" },
     parallelisms: { type: "string" },
     "slow-stores": { type: "string" },
+    restarts: { type: "string" },
   },
 });
 const seed = values.seed === undefined ? chaosSeed() : Number(values.seed);
@@ -35,6 +41,7 @@ const replayOptions = [
   ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
   ...(values.records === undefined ? [] : [`--records ${values.records}`]),
   ...(values["slow-stores"] === undefined ? [] : [`--slow-stores ${values["slow-stores"]}`]),
+  ...(values.restarts === undefined ? [] : [`--restarts ${values.restarts}`]),
   `--seed ${seed} --kills ${values.kills}`,
 ];
 console.log(`chaos seed ${seed} (replay: npm run chaos -- ${replayOptions.join(" ")})`);
@@ -50,6 +57,8 @@ try {
       recordsPerSecond: Number(values.rate ?? "1000"),
       log,
     });
+  } else if (values.pipeline === "outbox-to-kafka" || values.pipeline === "changes-to-postgres") {
+    report = await runChangeDataCapture(values.pipeline);
   } else if (perSubtask) {
     report = await runPerSubtask();
   } else if (values.pipeline === "kafka-to-kafka" || values.pipeline === "kafka-to-postgres") {
@@ -73,7 +82,9 @@ try {
       log,
     });
   } else {
-    throw new Error(`--pipeline must be generator-to-files, kafka-to-kafka or kafka-to-postgres`);
+    throw new Error(
+      "--pipeline must be generator-to-files, kafka-to-kafka, kafka-to-postgres, outbox-to-kafka or changes-to-postgres",
+    );
   }
   const violations = (report as { violations?: readonly string[] }).violations ?? [];
   if (violations.length > 0) throw new Error(`${JSON.stringify(report)}\n${violations.join("\n")}`);
@@ -113,4 +124,27 @@ async function runPerSubtask(): Promise<object> {
     ...(postgresUrl === undefined || postgresUrl === "" ? {} : { postgresUrl }),
     log,
   });
+}
+
+async function runChangeDataCapture(pipeline: "outbox-to-kafka" | "changes-to-postgres"): Promise<object> {
+  const postgres = await startPostgres({ walLevel: "logical", provider: "local", faultInjection: true });
+  const given = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
+  const kafka =
+    pipeline === "outbox-to-kafka" && (given === undefined || given === "") ? await startKafka() : undefined;
+  try {
+    return await runPostgresChangesChaos({
+      pipeline,
+      seed,
+      kills: Number(values.kills),
+      ...(values.restarts === undefined ? {} : { restarts: Number(values.restarts) }),
+      ...(values.zombies === undefined ? {} : { zombies: Number(values.zombies) }),
+      ...(values["max-delay"] === undefined ? {} : { maxKillDelayMs: Number(values["max-delay"]) }),
+      postgres,
+      brokers: kafka?.brokers ?? (given ?? "").split(",").filter((broker) => broker !== ""),
+      log,
+    });
+  } finally {
+    await kafka?.stop();
+    await postgres.stop();
+  }
 }
