@@ -161,6 +161,8 @@ const contract: SourceContract<PostgresChange, PostgresChangesSplit> = {
   // Read through the snapshot (`read`) or the stream (`insert`): the same row either way.
   identify: (change) => `${change.after?.id}:${change.after?.v}`,
   committedPositions: async (scope) => {
+    // The server applies a status update from the replication connection when its walsender reads it.
+    await sleep(150);
     const commits = commitsOf.get(scope.id) ?? [];
     const counts: number[] = [];
     for (let split = 0; split < scope.splits; split++) {
