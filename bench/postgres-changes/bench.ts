@@ -8,7 +8,8 @@
  *   (d) Debezium 3.6 PostgreSQL connector (pgoutput), at-least-once (its guarantee)
  *
  * Each candidate gets a new replication slot and an empty topic (3 partitions); a consumer
- * (read_committed) counts what reaches the topic. Once a warm-up row came through:
+ * (read_committed) counts what reaches the topic. Once a first row came through, WARMUP rows
+ * (default 20,000) are inserted and drained (JIT compilation), then:
  *
  *   throughput  N rows inserted as fast as the server takes them (transactions of 1000 rows,
  *               `insert … select generate_series`); changes/s = N / (arrival of the last of them
@@ -23,7 +24,7 @@
  *   npm run build -w @onceflow/core -w @onceflow/connector-kafka -w @onceflow/connector-postgres
  *   bench/postgres-changes/build.sh     # the Debezium peer, from Maven Central
  *   flock /work/helpers/bench.lock npx tsx bench/postgres-changes/bench.ts --changes 200000 --rounds 2
- *   # --runs o,a,d picks candidates; --rate 2000 --seconds 15 the lag load;
+ *   # --runs o,a,d picks candidates; --rate 2000 --seconds 15 the lag load; --warmup 20000
  *   # ONCEFLOW_KAFKA_BROKERS=… uses that broker instead of starting one
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -50,12 +51,14 @@ const { values } = parseArgs({
     runs: { type: "string", default: "o,a,d" },
     rate: { type: "string", default: "2000" },
     seconds: { type: "string", default: "15" },
+    warmup: { type: "string", default: "20000" },
   },
 });
 const N = Number(values.changes);
 const ROUNDS = Number(values.rounds);
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
+const WARMUP = Number(values.warmup);
 const runs = (values.runs ?? "o,a,d").split(",") as Candidate[];
 
 type Candidate = "o" | "a" | "d";
@@ -243,6 +246,14 @@ async function runOnce(candidate: Candidate, round: number): Promise<Result> {
           await insertRows(1, 1);
         }
       },
+    );
+    // Warm-up load, drained before measuring: the JVM's JIT and V8's compile the hot paths.
+    const warmFrom = nextId;
+    await insertRows(WARMUP, 1000);
+    await waitUntil(
+      () => counter.countRange(warmFrom, warmFrom + WARMUP).arrived === WARMUP,
+      600_000,
+      `${WARMUP} warm-up changes`,
     );
     await sleep(1500);
 
