@@ -7,11 +7,16 @@
 // `--pipeline keyed-to-kafka|keyed-to-postgres` runs the keyed windowed count (keyBy → tumbling
 // window count), rescaled 2 → 3 → 1 (`--parallelisms`) with kills at sink phases, its counts checked
 // against the input's; `--topology` is one of its shapes (keyed-chaos-runner.ts).
+// `--pipeline outbox-to-kafka|changes-to-postgres` runs the change data capture chaos on a throwaway
+// PostgreSQL with wal_level=logical that it crashes (`--restarts N`) and with zombies (`--zombies N`),
+// both default kills/20; Kafka from --brokers or ONCEFLOW_KAFKA_BROKERS, else one started for the run.
 import { parseArgs } from "node:util";
+import { startKafka, startPostgres } from "@onceflow/testkit";
 import { chaosSeed, runGeneratorToFilesChaos } from "./chaos-runner.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { isKeyedChaosShape, KEYED_CHAOS_SHAPES, runKeyedChaos } from "./keyed-chaos-runner.js";
 import { runPerSubtaskChaos } from "./per-subtask-chaos-runner.js";
+import { runPostgresChangesChaos } from "./postgres-changes-chaos-runner.js";
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +33,7 @@ const { values } = parseArgs({
     zombies: { type: "string" },
     parallelisms: { type: "string" },
     "slow-stores": { type: "string" },
+    restarts: { type: "string" },
   },
 });
 const seed = values.seed === undefined ? chaosSeed() : Number(values.seed);
@@ -41,6 +47,7 @@ const replayOptions = [
   ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
   ...(values.records === undefined ? [] : [`--records ${values.records}`]),
   ...(values["slow-stores"] === undefined ? [] : [`--slow-stores ${values["slow-stores"]}`]),
+  ...(values.restarts === undefined ? [] : [`--restarts ${values.restarts}`]),
   `--seed ${seed} --kills ${values.kills}`,
 ];
 console.log(`chaos seed ${seed} (replay: npm run chaos -- ${replayOptions.join(" ")})`);
@@ -56,6 +63,8 @@ try {
       recordsPerSecond: Number(values.rate ?? "1000"),
       log,
     });
+  } else if (values.pipeline === "outbox-to-kafka" || values.pipeline === "changes-to-postgres") {
+    report = await runChangeDataCapture(values.pipeline);
   } else if (perSubtask) {
     report = await runPerSubtask();
   } else if (keyed) {
@@ -82,7 +91,7 @@ try {
     });
   } else {
     throw new Error(
-      "--pipeline must be generator-to-files, kafka-to-kafka, kafka-to-postgres, keyed-to-kafka or keyed-to-postgres",
+      "--pipeline must be generator-to-files, kafka-to-kafka, kafka-to-postgres, keyed-to-kafka, keyed-to-postgres, outbox-to-kafka or changes-to-postgres",
     );
   }
   const violations = (report as { violations?: readonly string[] }).violations ?? [];
@@ -155,4 +164,27 @@ async function runKeyed(): Promise<object> {
     ...(postgresUrl === undefined || postgresUrl === "" ? {} : { postgresUrl }),
     log,
   });
+}
+
+async function runChangeDataCapture(pipeline: "outbox-to-kafka" | "changes-to-postgres"): Promise<object> {
+  const postgres = await startPostgres({ walLevel: "logical", provider: "local", faultInjection: true });
+  const given = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
+  const kafka =
+    pipeline === "outbox-to-kafka" && (given === undefined || given === "") ? await startKafka() : undefined;
+  try {
+    return await runPostgresChangesChaos({
+      pipeline,
+      seed,
+      kills: Number(values.kills),
+      ...(values.restarts === undefined ? {} : { restarts: Number(values.restarts) }),
+      ...(values.zombies === undefined ? {} : { zombies: Number(values.zombies) }),
+      ...(values["max-delay"] === undefined ? {} : { maxKillDelayMs: Number(values["max-delay"]) }),
+      postgres,
+      brokers: kafka?.brokers ?? (given ?? "").split(",").filter((broker) => broker !== ""),
+      log,
+    });
+  } finally {
+    await kafka?.stop();
+    await postgres.stop();
+  }
 }
