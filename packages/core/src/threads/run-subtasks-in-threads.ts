@@ -5,8 +5,11 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { ConfigurationError, ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
 import type { JobStatus } from "../runtime/job-status.js";
 import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
+import type { StreamNode } from "../runtime/stream-graph.js";
 import { type AggregatedMetrics, aggregateMetrics, loadPromClient } from "./aggregate-metrics.js";
 import { combineStatuses, startingStatus } from "./combine-statuses.js";
+import { runCoordinatedThreads } from "./run-coordinated-threads.js";
+import { checkThreadExchange } from "./thread-exchange-operators.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob, threadPlanOf } from "./thread-job.js";
 import type {
   FromSubtaskThread,
@@ -156,26 +159,28 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
     );
   })) as Record<string, unknown>;
   // Built once here, never executed: it tells the parallelism and is checked for threads.
-  const probe: ThreadJob = await buildThreadJob(pickJobFactory(exports, options.exportName), {});
+  const factory = pickJobFactory(exports, options.exportName);
+  const probe: ThreadJob = await buildThreadJob(factory, {});
   const plan = threadPlanOf(probe);
   const checkpointInterval = probe.status().checkpointInterval;
   if (options.metrics === true) await loadPromClient();
 
   const script = new URL("./subtask-thread.js", import.meta.url);
+  const dataOf = (subtaskIndex: number): SubtaskThreadData => ({
+    moduleUrl,
+    exportName: options.exportName ?? "createJob",
+    subtaskIndex,
+    ...(options.restore === undefined ? {} : { restore: options.restore }),
+    metrics: options.metrics === true,
+    statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+    allowNonRestoredState: options.allowNonRestoredState === true,
+  });
+  const nodes = (probe as { streamNodes?: readonly StreamNode[] }).streamNodes;
+  if (nodes !== undefined && checkThreadExchange(nodes, plan.parallelism)) {
+    return runCoordinatedThreads(options, factory, plan.parallelism, script, dataOf, resourceLimits);
+  }
   const threads = Array.from({ length: plan.parallelism }, (_, subtaskIndex) =>
-    startThread(
-      script,
-      {
-        moduleUrl,
-        exportName: options.exportName ?? "createJob",
-        subtaskIndex,
-        ...(options.restore === undefined ? {} : { restore: options.restore }),
-        metrics: options.metrics === true,
-        statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
-        allowNonRestoredState: options.allowNonRestoredState === true,
-      },
-      resourceLimits,
-    ),
+    startThread(script, dataOf(subtaskIndex), resourceLimits),
   );
   for (const thread of threads) thread.status = startingStatus(plan.jobId, thread.index, checkpointInterval);
 

@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { loadPrometheusMetrics } from "../cli/load-prometheus.js";
 import { isOnceflowError } from "../errors/onceflow-error.js";
 import type { PrometheusMetrics } from "../observability/prometheus-metrics.js";
+import { serveHostedSubtask } from "./hosted-subtask-thread.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob } from "./thread-job.js";
 import type { FromSubtaskThread, SubtaskThreadData, ToSubtaskThread } from "./thread-messages.js";
 
@@ -49,6 +50,11 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
     ...(data.restore === undefined ? {} : { restore: data.restore }),
   });
   job = built;
+  if (data.hosted === true) {
+    // The main thread's job coordinates this subtask: the thread serves its calls until closed.
+    serveHostedSubtask(port!, built, data.statusIntervalMs, (listener) => port!.on("message", listener));
+    return new Promise<never>(() => {});
+  }
   const postStatus = (): void => post({ type: "status", status: built.status() });
   postStatus();
   const timer = setInterval(postStatus, data.statusIntervalMs);
@@ -70,6 +76,15 @@ run().then(
     port.unref();
   },
   (error: unknown) => {
+    if (data.hosted === true) {
+      post({
+        type: "build-failed",
+        code: isOnceflowError(error) ? error.code : "JOB_FAILED",
+        message: error instanceof Error ? error.message : String(error),
+      } as never);
+      port.unref();
+      return;
+    }
     post({
       type: "failed",
       code: isOnceflowError(error) ? error.code : "JOB_FAILED",
