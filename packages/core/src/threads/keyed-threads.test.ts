@@ -19,6 +19,8 @@ interface Settings {
   readonly parallelism: number;
   readonly checkpoints: string;
   readonly output: string;
+  /** The thread of subtask 1 dies of an uncaught error once (this file marks that it did), then restarts. */
+  readonly dieOnce?: string;
   /** `files`: lines of `paths` counted per line; `generator`: `count` records of `keys` keys. */
   readonly input:
     | { readonly kind: "files"; readonly paths: readonly string[] }
@@ -28,13 +30,15 @@ interface Settings {
         readonly keys: number;
         /** One key ("hot") gets 90 % of the records, each carrying this many bytes of padding. */
         readonly skewedPadding?: number;
+        readonly recordsPerSecond?: number;
       }
     | { readonly kind: "windows"; readonly count: number; readonly keys: number };
 }
 
 /** A job module: a running count per key (or a windowed count) behind keyBy, into a FileSink. */
 function jobModule(settings: Settings): string {
-  return `import { FileLinesSource, FileSink, GeneratorSource, Job, TumblingEventTimeWindows, countAggregate, filesystem } from ${JSON.stringify(dist)};
+  return `import { existsSync, writeFileSync } from "node:fs";
+import { FileLinesSource, FileSink, GeneratorSource, Job, TumblingEventTimeWindows, countAggregate, filesystem } from ${JSON.stringify(dist)};
 const settings = ${JSON.stringify(settings)};
 class CountPerKey {
   open(context) { this.count = context.getState({ name: "count" }); }
@@ -47,11 +51,15 @@ class CountPerKey {
   }
 }
 export function createJob(launch) {
+  if (settings.dieOnce !== undefined && launch.subtaskIndex === 1 && !existsSync(settings.dieOnce)) {
+    writeFileSync(settings.dieOnce, "died");
+    setTimeout(() => { throw new Error("subtask 1 blew up"); }, 700);
+  }
   const job = new Job({
     jobId: settings.jobId,
     parallelism: settings.parallelism,
     checkpointing: { interval: 100, storage: filesystem(settings.checkpoints) },
-    restartStrategy: { type: "none" },
+    restartStrategy: settings.dieOnce === undefined ? { type: "none" } : { type: "fixed-delay", attempts: 3, delay: 100 },
     ...launch,
   });
   const input = settings.input;
@@ -66,7 +74,7 @@ export function createJob(launch) {
     const generate = input.skewedPadding === undefined
       ? (i) => ({ key: "k" + (i % input.keys) })
       : (i) => ({ key: i % 10 === 0 ? "k" + (i % input.keys) : "hot", padding });
-    job.fromSource(new GeneratorSource({ count: input.count, splits: 5, batchSize: 64, generate }), { uid: "keys" })
+    job.fromSource(new GeneratorSource({ count: input.count, splits: 5, batchSize: 64, generate, ...(input.recordsPerSecond === undefined ? {} : { recordsPerSecond: input.recordsPerSecond }) }), { uid: "keys" })
       .keyBy((record) => record.key)
       .process(() => new CountPerKey(), { uid: "count" })
       .sinkTo(sink, { uid: "out" });
@@ -185,6 +193,27 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     expect(highestCounts(rows)).toEqual(
       Object.fromEntries(Array.from({ length: 7 }, (_, k) => [`k${k}`, 300])),
     );
+  });
+
+  it("a thread that dies fails the attempt; the restart starts every thread again, counts exactly once", async () => {
+    const directory = await folder();
+    const count = 3000;
+    const result = (await runInThreads(directory, {
+      jobId: "thread-dies",
+      parallelism: 2,
+      checkpoints: join(directory, "checkpoints"),
+      output: join(directory, "out"),
+      dieOnce: join(directory, "died"),
+      input: { kind: "generator", count, keys: 7, recordsPerSecond: 2000 },
+    })) as { subtasks: Array<{ restarts: number }> };
+    expect(result.subtasks.map((subtask) => subtask.restarts)).toEqual([1, 1]);
+    const rows = await readCommittedFiles<string>(join(directory, "out"));
+    expect(rows).toHaveLength(count);
+    expect(new Set(rows).size).toBe(count);
+    const expected = Object.fromEntries(
+      Array.from({ length: 7 }, (_, key) => [`k${key}`, Math.floor(count / 7) + (key < count % 7 ? 1 : 0)]),
+    );
+    expect(highestCounts(rows)).toEqual(expected);
   });
 
   it("one key with 90 % of the records: counts are right and memory stays bounded (backpressure)", async () => {
