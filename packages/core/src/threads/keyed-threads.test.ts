@@ -31,6 +31,8 @@ interface Settings {
         /** One key ("hot") gets 90 % of the records, each carrying this many bytes of padding. */
         readonly skewedPadding?: number;
         readonly recordsPerSecond?: number;
+        /** Read on past \`count\` until stopped. */
+        readonly unbounded?: boolean;
       }
     | { readonly kind: "windows"; readonly count: number; readonly keys: number };
 }
@@ -74,7 +76,7 @@ export function createJob(launch) {
     const generate = input.skewedPadding === undefined
       ? (i) => ({ key: "k" + (i % input.keys) })
       : (i) => ({ key: i % 10 === 0 ? "k" + (i % input.keys) : "hot", padding });
-    job.fromSource(new GeneratorSource({ count: input.count, splits: 5, batchSize: 64, generate, ...(input.recordsPerSecond === undefined ? {} : { recordsPerSecond: input.recordsPerSecond }) }), { uid: "keys" })
+    job.fromSource(new GeneratorSource({ ...(input.unbounded ? {} : { count: input.count }), splits: 5, batchSize: 64, generate, ...(input.recordsPerSecond === undefined ? {} : { recordsPerSecond: input.recordsPerSecond }) }), { uid: "keys" })
       .keyBy((record) => record.key)
       .process(() => new CountPerKey(), { uid: "count" })
       .sinkTo(sink, { uid: "out" });
@@ -103,6 +105,7 @@ async function runInThreads(
   directory: string,
   settings: Settings,
   resourceLimits?: { maxOldGenerationSizeMb: number },
+  stopAfterMs?: number,
 ): Promise<unknown> {
   const module = join(directory, `job-${settings.parallelism}-${Math.random().toString(36).slice(2)}.mjs`);
   await writeFile(module, jobModule(settings));
@@ -111,6 +114,7 @@ async function runInThreads(
     ...(resourceLimits === undefined ? {} : { resourceLimits }),
   });
   expect(threads.threadIds).toHaveLength(settings.parallelism);
+  if (stopAfterMs !== undefined) setTimeout(() => threads.stop(), stopAfterMs);
   return threads.finished;
 }
 
@@ -193,6 +197,34 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     expect(highestCounts(rows)).toEqual(
       Object.fromEntries(Array.from({ length: 7 }, (_, k) => [`k${k}`, 300])),
     );
+  });
+
+  it("stop() ends every thread with a final checkpoint; a restart goes on with every key's count", async () => {
+    const directory = await folder();
+    const common = {
+      jobId: "stopped",
+      checkpoints: join(directory, "checkpoints"),
+      output: join(directory, "out"),
+    };
+    const input = { kind: "generator", count: 0, keys: 7, recordsPerSecond: 3000, unbounded: true } as const;
+    const first = (await runInThreads(directory, { ...common, parallelism: 2, input }, undefined, 1500)) as {
+      subtasks: Array<{ endedBy: string }>;
+    };
+    expect(first.subtasks.map((subtask) => subtask.endedBy)).toEqual(["stop", "stop"]);
+    await runInThreads(directory, { ...common, parallelism: 3, input }, undefined, 1500);
+    const rows = await readCommittedFiles<string>(join(directory, "out"));
+    expect(rows.length).toBeGreaterThan(1000);
+    // Every key's committed counts are 1, 2, …, n: none lost, none twice, across the stop and restart.
+    const countsOf = new Map<string, number[]>();
+    for (const row of rows) {
+      const [key, count] = row.split("=") as [string, string];
+      countsOf.set(key, [...(countsOf.get(key) ?? []), Number(count)]);
+    }
+    expect(countsOf.size).toBe(7);
+    for (const counts of countsOf.values()) {
+      counts.sort((a, b) => a - b);
+      expect(counts).toEqual(Array.from({ length: counts.length }, (_, index) => index + 1));
+    }
   });
 
   it("a thread that dies fails the attempt; the restart starts every thread again, counts exactly once", async () => {
