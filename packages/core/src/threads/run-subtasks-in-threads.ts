@@ -139,6 +139,11 @@ const METRICS_TIMEOUT_MS = 5000;
  * error, a job the threads cannot run (checkpointing off, or in-memory checkpoints, at
  * parallelism above 1; a module without a `createJob` function).
  *
+ * A job whose `keyBy` needs an exchange (parallelism above 1) runs differently: the main thread
+ * builds it once more and runs it as the single checkpoint coordinator of the threads, which
+ * exchange records by key group through bounded channels (see `runCoordinatedThreads`); its
+ * checkpoints are in the whole job's scope, as those of one process running every subtask.
+ *
  * @example
  * ```ts
  * import { runSubtasksInThreads } from "@onceflow/core";

@@ -10,6 +10,8 @@ import type { FromSubtaskThread, SubtaskThreadData, ToSubtaskThread } from "./th
 // dist/subtask-thread.js). The thread is the per-subtask topology of `onceflow run --subtask <i>`:
 // it imports the job module, builds the job with `{ subtaskIndex: i }` and executes it, so it
 // claims and checkpoints its own scope exactly like a process of its own would.
+// With a keyBy exchange (`hosted`), it builds the job and serves the main thread's job instead,
+// which coordinates every thread (see hosted-subtask-thread.ts).
 
 const port = parentPort;
 if (port === null) throw new Error("subtask-thread runs in a worker thread started by runSubtasksInThreads");
