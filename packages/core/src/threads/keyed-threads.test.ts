@@ -34,13 +34,15 @@ interface Settings {
         /** Read on past \`count\` until stopped. */
         readonly unbounded?: boolean;
       }
-    | { readonly kind: "windows"; readonly count: number; readonly keys: number };
+    | { readonly kind: "windows"; readonly count: number; readonly keys: number }
+    /** Unbounded, in one split: the other subtasks read nothing and are idle. */
+    | { readonly kind: "windows-one-split"; readonly keys: number };
 }
 
 /** A job module: a running count per key (or a windowed count) behind keyBy, into a FileSink. */
 function jobModule(settings: Settings): string {
   return `import { existsSync, writeFileSync } from "node:fs";
-import { FileLinesSource, FileSink, GeneratorSource, Job, TumblingEventTimeWindows, countAggregate, filesystem } from ${JSON.stringify(dist)};
+import { FileLinesSource, FileSink, GeneratorSource, Job, TumblingEventTimeWindows, WatermarkStrategy, countAggregate, filesystem } from ${JSON.stringify(dist)};
 const settings = ${JSON.stringify(settings)};
 class CountPerKey {
   open(context) { this.count = context.getState({ name: "count" }); }
@@ -79,6 +81,15 @@ export function createJob(launch) {
     job.fromSource(new GeneratorSource({ ...(input.unbounded ? {} : { count: input.count }), splits: 5, batchSize: 64, generate, ...(input.recordsPerSecond === undefined ? {} : { recordsPerSecond: input.recordsPerSecond }) }), { uid: "keys" })
       .keyBy((record) => record.key)
       .process(() => new CountPerKey(), { uid: "count" })
+      .sinkTo(sink, { uid: "out" });
+  } else if (input.kind === "windows-one-split") {
+    job.fromSource(
+      new GeneratorSource({ splits: 1, recordsPerSecond: 5000, generate: (i) => ({ user: "u" + (i % input.keys), at: i }), timestampOf: (i) => i }),
+      { uid: "clicks", watermarks: WatermarkStrategy.forMonotonousTimestamps() },
+    )
+      .keyBy((click) => click.user)
+      .window(TumblingEventTimeWindows.of(100))
+      .aggregate(countAggregate(), (user, window, count) => ({ user, start: window.start, count }), { uid: "count" })
       .sinkTo(sink, { uid: "out" });
   } else {
     job.fromSource(
@@ -166,6 +177,29 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     const actual = new Map(rows.map((row) => [`${row.user}@${row.start}`, row.count]));
     expect(rows).toHaveLength(expected.size);
     expect(actual).toEqual(expected);
+  });
+
+  it("a subtask thread without a split does not hold back the watermark in the other threads", async () => {
+    const directory = await folder();
+    await runInThreads(
+      directory,
+      {
+        jobId: "one-split",
+        parallelism: 2,
+        checkpoints: join(directory, "checkpoints"),
+        output: join(directory, "out"),
+        input: { kind: "windows-one-split", keys: 10 },
+      },
+      undefined,
+      2000,
+    );
+    const rows = await readCommittedFiles<{ user: string; start: number; count: number }>(
+      join(directory, "out"),
+    );
+    // Windows of every key fired, in both subtasks: the idle one's channel says it is idle.
+    expect(new Set(rows.map((row) => row.user)).size).toBe(10);
+    expect(rows.length).toBeGreaterThan(50);
+    expect(rows.every((row) => row.count === 10)).toBe(true);
   });
 
   it("rescales keyed state between threads 2 → 3 → 1: every key goes on from its count", async () => {
