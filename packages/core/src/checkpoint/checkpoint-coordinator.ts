@@ -1,7 +1,7 @@
 import { CheckpointError, ConfigurationError, isOnceflowError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
-import type { Subtask } from "../runtime/subtask.js";
+import type { AttemptSubtask } from "../runtime/subtask.js";
 import type { CheckpointHistoryRecorder } from "./checkpoint-history-recorder.js";
 import type { CheckpointStorage } from "./checkpoint-storage.js";
 import { createCompletedCheckpoint } from "./completed-checkpoint.js";
@@ -24,7 +24,7 @@ export interface CheckpointCoordinatorOptions {
   readonly jobId: string;
   readonly scope: string;
   readonly parallelism: number;
-  readonly subtasks: readonly Subtask[];
+  readonly subtasks: readonly AttemptSubtask[];
   /** Undefined when checkpointing is off: then only the final commit at the end runs (nothing stored). */
   readonly storage: CheckpointStorage | undefined;
   readonly checkpointing: ResolvedCheckpointing | undefined;

@@ -127,4 +127,22 @@ describe("onceflow run --allow-non-restored-state", () => {
     );
     await expectAllOnce(cwd);
   }, 120_000);
+
+  it("does the same for keyed state in threads (the main thread coordinating them), at parallelism 2", async () => {
+    const cwd = await workFolder();
+    const first = await run(cwd, { PARALLELISM: "1", KEYED: "1", COUNT_UID: "count", SINK_UID: "out" });
+    expect(first, first.output).toMatchObject({ code: 0 });
+
+    const keyed = { PARALLELISM: "2", KEYED: "1", COUNT_UID: "count-v2", SINK_UID: "out" } as const;
+    const refused = await run(cwd, keyed, ["--threads"]);
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(/error \[NON_RESTORED_STATE\]: .*operator 'count' \(keyed state/);
+
+    const allowed = await run(cwd, keyed, ["--threads", "--allow-non-restored-state"]);
+    expect(allowed, allowed.output).toMatchObject({ code: 0 });
+    expect(allowed.output).toMatch(
+      /WARN allowNonRestoredState: dropping state .*operator 'count' \(keyed state/,
+    );
+    await expectAllOnce(cwd);
+  }, 120_000);
 });

@@ -16,23 +16,20 @@ import type { Source, SourceSplit } from "../source/source.js";
 import { checkMaxParallelism, DEFAULT_MAX_PARALLELISM } from "../state/key-groups.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
-import {
-  checkExchangeIsLocal,
-  createLocalOperators,
-  type LocalOperators,
-} from "./exchange/local-exchange.js";
+import { checkExchangeIsLocal, createLocalOperators } from "./exchange/local-exchange.js";
 import { countJobExecution } from "./job-executions.js";
 import { type JobStatus, JobStatusTracker } from "./job-status.js";
 import { SourceOperator } from "./operators/source-operator.js";
-import type { StreamOperator } from "./operators/stream-operator.js";
+import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 import { DEFAULT_RESTART_STRATEGY, RestartController } from "./restart-controller.js";
 import type { RestartStrategy } from "./restart-strategy.js";
 import { scopeOf } from "./restore/lineage.js";
 import { planRestore, type RestorePlan, type RestoreSetting } from "./restore/restore-plan.js";
 import { describeStartRequest } from "./restore/start-request.js";
 import { checkStateClaims, claimRedistributedState } from "./restore/state-claims.js";
-import { type OperatorCreationContext, StreamGraph } from "./stream-graph.js";
-import { Subtask, type SubtaskSnapshot } from "./subtask.js";
+import { type OperatorCreationContext, StreamGraph, type StreamNode } from "./stream-graph.js";
+import { type AttemptSubtask, Subtask, type SubtaskSnapshot } from "./subtask.js";
+import type { HostedAttempt, SubtaskHost, SubtaskOperators } from "./subtask-host.js";
 import { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
 import { validateJobOptions } from "./validate-job-options.js";
 
@@ -180,6 +177,8 @@ export class Job {
   private inputEnded = false;
   private coordinator: CheckpointCoordinator | undefined;
   private readonly tracker: JobStatusTracker;
+  /** Runs the subtasks elsewhere (worker threads) while this job coordinates them. */
+  private host: SubtaskHost | undefined;
 
   constructor(options: JobOptions) {
     this.options = options;
@@ -340,6 +339,85 @@ export class Job {
   }
 
   /**
+   * Runs the job as `execute()` does, with its subtasks started by `host` (one worker thread each,
+   * `runSubtasksInThreads`) instead of in this event loop: this job plans each attempt's restore
+   * once for every subtask, claims the incarnation of the whole job's scope (the scope of one
+   * process that runs every subtask) and coordinates its checkpoints. For launchers.
+   *
+   * @internal
+   * @example
+   * ```ts
+   * const result = await job.executeHosted(threadHost);
+   * ```
+   */
+  async executeHosted(host: SubtaskHost): Promise<JobResult> {
+    if (this.options.subtaskIndex !== undefined) {
+      throw new ConfigurationError("executeHosted", "coordinates every subtask: leave subtaskIndex unset");
+    }
+    this.host = host;
+    try {
+      return await this.execute();
+    } finally {
+      this.host = undefined;
+    }
+  }
+
+  /**
+   * The job's operator graph, in topological order (for launchers that wire subtasks themselves).
+   *
+   * @internal
+   * @example
+   * ```ts
+   * const keyed = job.streamNodes.some((node) => node.exchange !== undefined);
+   * ```
+   */
+  get streamNodes(): readonly StreamNode[] {
+    return this.graph.nodes;
+  }
+
+  /**
+   * Starts this job's one subtask (`subtaskIndex`) for an attempt that another job coordinates
+   * (see `executeHosted`): its operators, wired by `wire`, are initialized from `attempt`'s state
+   * and opened; the caller runs the subtask's loop and relays the coordinator's calls to it.
+   *
+   * @internal
+   * @example
+   * ```ts
+   * const subtask = await job.startHostedSubtask(attempt, (nodes, context, wake) => wireOperators(nodes, context, wake));
+   * ```
+   */
+  async startHostedSubtask(
+    attempt: HostedAttempt,
+    wire: (
+      nodes: readonly StreamNode[],
+      context: OperatorCreationContext,
+      wake: () => void,
+    ) => SubtaskOperators,
+  ): Promise<Subtask> {
+    const subtaskIndex = this.options.subtaskIndex;
+    if (subtaskIndex === undefined) {
+      throw new ConfigurationError("startHostedSubtask", "needs a job built for one subtask (subtaskIndex)");
+    }
+    this.storage ??= this.resolveStorage();
+    const storage = this.options.checkpointing ? this.storage : undefined;
+    const incarnationSeries = storage === undefined ? undefined : await this.incarnationSeriesOf(storage);
+    let subtask: Subtask | undefined;
+    const operators = wire(this.graph.nodes, this.creationContext(subtaskIndex), () =>
+      subtask?.workArrived(),
+    );
+    subtask = await this.createSubtask(
+      subtaskIndex,
+      attempt.attemptNumber,
+      attempt.incarnation,
+      attempt.restoredCheckpointId,
+      attempt.restoredOf(subtaskIndex),
+      operators,
+      incarnationSeries,
+    );
+    return subtask;
+  }
+
+  /**
    * Triggers a checkpoint now in the running attempt (after the one in flight, if any) and resolves
    * with its id once it is stored and every operator was told it completed — Flink's manual
    * checkpoint trigger. Rejects when it failed, or when no attempt runs or checkpointing is off.
@@ -441,7 +519,7 @@ export class Job {
         `restoring checkpoint ${named.checkpointId} although checkpoint ${plan.newerCheckpointId} is newer: the output committed after checkpoint ${named.checkpointId} is produced again (duplicates in the sinks) and state goes back`,
       );
     }
-    const subtasks: Subtask[] = [];
+    const subtasks: AttemptSubtask[] = [];
     let failAttempt!: (error: unknown) => void;
     const failed = new Promise<never>((_, reject) => {
       failAttempt = reject;
@@ -454,18 +532,43 @@ export class Job {
       // clean up at the same time, as they do in separate processes or threads): one after another,
       // each waited for the previous one, and for the prefetching of those already started. Those
       // that did start are closed by shutdown() when another one fails.
-      const local = createLocalOperators(
-        this.graph.nodes,
-        this.localSubtasks,
-        (subtaskIndex) => this.creationContext(subtaskIndex),
-        (subtaskIndex) => subtasks.find((subtask) => subtask.index === subtaskIndex)?.workArrived(),
-      );
+      const host = this.host;
+      if (host !== undefined) {
+        subtasks.push(
+          ...(await host.start({
+            attemptNumber,
+            incarnation,
+            restoredCheckpointId: plan.checkpointId,
+            restoredOf: (subtaskIndex) => plan.operatorsOf(subtaskIndex),
+          })),
+        );
+      }
+      const localSubtasks: Subtask[] = [];
+      const local: SubtaskOperators =
+        host !== undefined
+          ? { operatorsOf: new Map(), exchange: undefined }
+          : createLocalOperators(
+              this.graph.nodes,
+              this.localSubtasks,
+              (subtaskIndex) => this.creationContext(subtaskIndex),
+              (subtaskIndex) =>
+                localSubtasks.find((subtask) => subtask.index === subtaskIndex)?.workArrived(),
+            );
       const created = await Promise.allSettled(
-        this.localSubtasks.map((subtaskIndex) =>
-          this.createSubtask(subtaskIndex, attemptNumber, incarnation, plan, local, incarnationSeries),
+        (host === undefined ? this.localSubtasks : []).map((subtaskIndex) =>
+          this.createSubtask(
+            subtaskIndex,
+            attemptNumber,
+            incarnation,
+            plan.checkpointId,
+            plan.operatorsOf(subtaskIndex),
+            local,
+            incarnationSeries,
+          ),
         ),
       );
-      for (const result of created) if (result.status === "fulfilled") subtasks.push(result.value);
+      for (const result of created) if (result.status === "fulfilled") localSubtasks.push(result.value);
+      subtasks.push(...localSubtasks);
       const firstFailure = created.find((result) => result.status === "rejected");
       if (firstFailure !== undefined) throw firstFailure.reason;
       const checkpointing = resolveCheckpointing(this.options.checkpointing);
@@ -547,7 +650,7 @@ export class Job {
   }
 
   private async shutdown(
-    subtasks: readonly Subtask[],
+    subtasks: readonly AttemptSubtask[],
     loops: readonly Promise<void>[],
     coordinator: CheckpointCoordinator | undefined,
   ): Promise<void> {
@@ -633,11 +736,11 @@ export class Job {
     subtaskIndex: number,
     attemptNumber: number,
     incarnation: number,
-    plan: RestorePlan,
-    local: LocalOperators,
+    restoredCheckpointId: number | undefined,
+    restored: Record<string, OperatorSnapshot> | undefined,
+    local: SubtaskOperators,
     incarnationSeries?: IncarnationSeriesContext,
   ): Promise<Subtask> {
-    const restored = plan.operatorsOf(subtaskIndex);
     const logger = this.logger.child({ subtask: subtaskIndex });
     const operators = local.operatorsOf.get(subtaskIndex)!;
     const loopMetrics = new SubtaskLoopMetrics(this.metrics, this.jobId, subtaskIndex, operators);
@@ -650,7 +753,7 @@ export class Job {
       ...(incarnationSeries === undefined ? {} : { incarnationSeries }),
       logger,
       metrics: this.metrics,
-      restoredCheckpointId: plan.checkpointId,
+      restoredCheckpointId,
       checkpointingInterval: this.options.checkpointing ? this.options.checkpointing.interval : undefined,
       loopMetrics,
     };

@@ -1,7 +1,7 @@
 import { serialize } from "node:v8";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { Logger } from "../observability/logger.js";
-import type { LocalExchange } from "./exchange/local-exchange.js";
+import type { AlignmentPhase } from "./exchange/checkpoint-alignment.js";
 import type { SourceOperator } from "./operators/source-operator.js";
 import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 import type { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
@@ -16,6 +16,43 @@ export interface SubtaskSnapshot {
 }
 
 type Mail = () => Promise<void>;
+
+/**
+ * What a subtask loop needs of the `keyBy` exchange connecting it to the job's other subtasks: the
+ * checkpoint alignment, and the end of input of the operators behind the exchange. Met by the
+ * exchange inside one event loop (`LocalExchange`) and by the one between worker threads.
+ */
+export interface SubtaskExchange {
+  readonly alignment: {
+    /** Resolves once the subtask may go past `phase` of the checkpoint (see `CheckpointAlignment`). */
+    arrive(phase: AlignmentPhase, checkpointId: number): Promise<void>;
+    /** This subtask failed to take the checkpoint. */
+    abandon(checkpointId: number, error: unknown): void;
+    /** The attempt ends: nothing waits for this subtask's barriers any more. */
+    cancel(): void;
+  };
+  /** Calls `listener` once everything behind the exchange has finished. */
+  onEnded(listener: () => void): void;
+  /** This subtask's operators before the exchange have finished. */
+  headEnded(): Promise<void>;
+}
+
+/**
+ * What a job's attempt and its checkpoint coordinator ask of a subtask: met by {@link Subtask},
+ * which runs in this event loop, and by the stand-in of a subtask that runs in a worker thread.
+ */
+export interface AttemptSubtask {
+  readonly index: number;
+  run(): Promise<void>;
+  whenInputEnded(): Promise<void>;
+  liveness(): SubtaskLiveness;
+  triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer>;
+  notifyCheckpointComplete(checkpointId: number): Promise<void>;
+  notifyCheckpointAborted(checkpointId: number): Promise<void>;
+  stopReading(): Promise<void>;
+  terminate(): void;
+  close(failedCheckpointIds?: readonly number[], storedCheckpointId?: number): Promise<unknown[]>;
+}
 
 /**
  * Whether a subtask's loop is alive: when it last began a step or woke up, and whether it is
@@ -46,7 +83,7 @@ const CLOSE_TIMEOUT_MS = 10_000;
  * checkpoint barriers and notifications are all handled by this loop one at a time, so no
  * operator is ever called concurrently and a checkpoint always sees state between batches.
  */
-export class Subtask {
+export class Subtask implements AttemptSubtask {
   private readonly mailbox: Mail[] = [];
   private wakeUp: (() => void) | undefined;
   private terminated = false;
@@ -70,7 +107,7 @@ export class Subtask {
     private readonly sources: readonly SourceOperator[],
     private readonly logger: Logger,
     /** Shared with the process's other subtasks when a `keyBy` exchange connects them. */
-    private readonly exchange?: LocalExchange,
+    private readonly exchange?: SubtaskExchange,
   ) {
     this.endOfInput = new Promise((resolve) => {
       this.resolveEndOfInput = resolve;

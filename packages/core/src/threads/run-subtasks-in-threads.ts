@@ -5,8 +5,11 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { ConfigurationError, ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
 import type { JobStatus } from "../runtime/job-status.js";
 import type { RestoreSetting } from "../runtime/restore/restore-plan.js";
+import type { StreamNode } from "../runtime/stream-graph.js";
 import { type AggregatedMetrics, aggregateMetrics, loadPromClient } from "./aggregate-metrics.js";
 import { combineStatuses, startingStatus } from "./combine-statuses.js";
+import { runCoordinatedThreads } from "./run-coordinated-threads.js";
+import { checkThreadExchange } from "./thread-exchange-operators.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob, threadPlanOf } from "./thread-job.js";
 import type {
   FromSubtaskThread,
@@ -136,6 +139,11 @@ const METRICS_TIMEOUT_MS = 5000;
  * error, a job the threads cannot run (checkpointing off, or in-memory checkpoints, at
  * parallelism above 1; a module without a `createJob` function).
  *
+ * A job whose `keyBy` needs an exchange (parallelism above 1) runs differently: the main thread
+ * builds it once more and runs it as the single checkpoint coordinator of the threads, which
+ * exchange records by key group through bounded channels (see `runCoordinatedThreads`); its
+ * checkpoints are in the whole job's scope, as those of one process running every subtask.
+ *
  * @example
  * ```ts
  * import { runSubtasksInThreads } from "@onceflow/core";
@@ -156,26 +164,28 @@ export async function runSubtasksInThreads(options: SubtaskThreadsOptions): Prom
     );
   })) as Record<string, unknown>;
   // Built once here, never executed: it tells the parallelism and is checked for threads.
-  const probe: ThreadJob = await buildThreadJob(pickJobFactory(exports, options.exportName), {});
+  const factory = pickJobFactory(exports, options.exportName);
+  const probe: ThreadJob = await buildThreadJob(factory, {});
   const plan = threadPlanOf(probe);
   const checkpointInterval = probe.status().checkpointInterval;
   if (options.metrics === true) await loadPromClient();
 
   const script = new URL("./subtask-thread.js", import.meta.url);
+  const dataOf = (subtaskIndex: number): SubtaskThreadData => ({
+    moduleUrl,
+    exportName: options.exportName ?? "createJob",
+    subtaskIndex,
+    ...(options.restore === undefined ? {} : { restore: options.restore }),
+    metrics: options.metrics === true,
+    statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+    allowNonRestoredState: options.allowNonRestoredState === true,
+  });
+  const nodes = (probe as { streamNodes?: readonly StreamNode[] }).streamNodes;
+  if (nodes !== undefined && checkThreadExchange(nodes, plan.parallelism)) {
+    return runCoordinatedThreads(options, factory, plan.parallelism, script, dataOf, resourceLimits);
+  }
   const threads = Array.from({ length: plan.parallelism }, (_, subtaskIndex) =>
-    startThread(
-      script,
-      {
-        moduleUrl,
-        exportName: options.exportName ?? "createJob",
-        subtaskIndex,
-        ...(options.restore === undefined ? {} : { restore: options.restore }),
-        metrics: options.metrics === true,
-        statusIntervalMs: options.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
-        allowNonRestoredState: options.allowNonRestoredState === true,
-      },
-      resourceLimits,
-    ),
+    startThread(script, dataOf(subtaskIndex), resourceLimits),
   );
   for (const thread of threads) thread.status = startingStatus(plan.jobId, thread.index, checkpointInterval);
 

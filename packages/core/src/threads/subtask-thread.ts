@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { loadPrometheusMetrics } from "../cli/load-prometheus.js";
 import { isOnceflowError } from "../errors/onceflow-error.js";
 import type { PrometheusMetrics } from "../observability/prometheus-metrics.js";
+import { serveHostedSubtask } from "./hosted-subtask-thread.js";
 import { buildThreadJob, pickJobFactory, type ThreadJob } from "./thread-job.js";
 import type { FromSubtaskThread, SubtaskThreadData, ToSubtaskThread } from "./thread-messages.js";
 
@@ -9,6 +10,8 @@ import type { FromSubtaskThread, SubtaskThreadData, ToSubtaskThread } from "./th
 // dist/subtask-thread.js). The thread is the per-subtask topology of `onceflow run --subtask <i>`:
 // it imports the job module, builds the job with `{ subtaskIndex: i }` and executes it, so it
 // claims and checkpoints its own scope exactly like a process of its own would.
+// With a keyBy exchange (`hosted`), it builds the job and serves the main thread's job instead,
+// which coordinates every thread (see hosted-subtask-thread.ts).
 
 const port = parentPort;
 if (port === null) throw new Error("subtask-thread runs in a worker thread started by runSubtasksInThreads");
@@ -49,6 +52,11 @@ async function run(): Promise<Readonly<Record<string, unknown>>> {
     ...(data.restore === undefined ? {} : { restore: data.restore }),
   });
   job = built;
+  if (data.hosted === true) {
+    // The main thread's job coordinates this subtask: the thread serves its calls until closed.
+    serveHostedSubtask(port!, built, data.statusIntervalMs, (listener) => port!.on("message", listener));
+    return new Promise<never>(() => {});
+  }
   const postStatus = (): void => post({ type: "status", status: built.status() });
   postStatus();
   const timer = setInterval(postStatus, data.statusIntervalMs);
@@ -70,6 +78,15 @@ run().then(
     port.unref();
   },
   (error: unknown) => {
+    if (data.hosted === true) {
+      post({
+        type: "build-failed",
+        code: isOnceflowError(error) ? error.code : "JOB_FAILED",
+        message: error instanceof Error ? error.message : String(error),
+      } as never);
+      port.unref();
+      return;
+    }
     post({
       type: "failed",
       code: isOnceflowError(error) ? error.code : "JOB_FAILED",

@@ -23,6 +23,11 @@ export interface SubtaskThreadData {
   readonly statusIntervalMs: number;
   /** Hand `allowNonRestoredState: true` to `createJob(launch)`. */
   readonly allowNonRestoredState: boolean;
+  /**
+   * The main thread's job coordinates this subtask (a `keyBy` exchange between the threads): the
+   * thread builds its job and serves the main thread's calls (`HostedCall`) instead of executing it.
+   */
+  readonly hosted?: boolean;
 }
 
 /**

@@ -135,7 +135,7 @@ export function createLocalOperators(
 
 /**
  * Refuses, at start, a job whose `keyBy` needs an exchange between subtasks that run in other
- * processes or threads: without it each subtask would keep its own state per key, silently. Says
+ * processes (threads have theirs, see `runSubtasksInThreads`): without it each subtask would keep its own state per key, silently. Says
  * what to do instead.
  */
 export function checkExchangeIsLocal(
@@ -148,6 +148,6 @@ export function checkExchangeIsLocal(
   if (keyed === undefined) return;
   throw new ConfigurationError(
     `keyBy before '${keyed.uid}'`,
-    `needs an exchange between the job's ${parallelism} subtasks, so that each key has one state for the whole job, but this process runs subtask ${subtaskIndex} alone (one process or thread per subtask), and an exchange between processes or threads is not available; run every subtask in one process (leave subtaskIndex unset), or, if every key's records come from one source split (a Kafka topic partitioned by this key), say so with reinterpretAsKeyedStream(keySelector) instead of keyBy`,
+    `needs an exchange between the job's ${parallelism} subtasks, so that each key has one state for the whole job, but this process runs subtask ${subtaskIndex} alone (one process per subtask), and an exchange between processes is not available; run every subtask in one process (leave subtaskIndex unset) or in its threads (onceflow run --threads), or, if every key's records come from one source split (a Kafka topic partitioned by this key), say so with reinterpretAsKeyedStream(keySelector) instead of keyBy`,
   );
 }
