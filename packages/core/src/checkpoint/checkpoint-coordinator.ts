@@ -1,8 +1,15 @@
 import { CheckpointError, ConfigurationError, isOnceflowError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
-import type { Subtask } from "../runtime/subtask.js";
+import type { Subtask, SubtaskCheckpointShare } from "../runtime/subtask.js";
+import type { CompletedCheckpointEntry } from "./checkpoint-history-entries.js";
 import type { CheckpointHistoryRecorder } from "./checkpoint-history-recorder.js";
+import {
+  CheckpointPhaseMetrics,
+  type CheckpointPhases,
+  roundPhases,
+  snapshotPhasesOf,
+} from "./checkpoint-phases.js";
 import type { CheckpointStorage } from "./checkpoint-storage.js";
 import { createCompletedCheckpoint } from "./completed-checkpoint.js";
 import { retainLatestCheckpoints } from "./retention.js";
@@ -45,6 +52,14 @@ export interface CheckpointCoordinatorOptions {
   /** Called when a checkpoint is stored (completed), with the time it completed (ms since the epoch). */
   readonly onCompleted?: (checkpointId: number, completedAt: number) => void;
 }
+
+/** A stored checkpoint's history entry and phases, until its commit and retention ran. */
+interface StoredCheckpoint {
+  readonly entry: Omit<CompletedCheckpointEntry, "phases">;
+  readonly phases: CheckpointPhases;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** How long shutdown waits for a checkpoint in flight to settle, at most. */
 const SETTLE_ON_SHUTDOWN_MS = 3_000;
@@ -98,6 +113,7 @@ export class CheckpointCoordinator {
   private readonly lastCompleted;
   private readonly lastCompletedTimestamp;
   private readonly failures;
+  private readonly phaseMetrics;
 
   constructor(private readonly options: CheckpointCoordinatorOptions) {
     this.lastCheckpointId = options.lastCheckpointId;
@@ -117,6 +133,7 @@ export class CheckpointCoordinator {
     );
     this.failures = options.metrics.counter(MetricNames.checkpointFailures, "Failed checkpoints");
     this.failures.inc(0, { job: options.jobId });
+    this.phaseMetrics = new CheckpointPhaseMetrics(options.metrics, options.jobId);
   }
 
   /** The id of the last checkpoint triggered. */
@@ -208,19 +225,14 @@ export class CheckpointCoordinator {
     const running = (async () => {
       await previous?.catch(() => undefined);
       const checkpointId = ++this.lastCheckpointId;
+      let stored: StoredCheckpoint | undefined;
       try {
-        await this.runCheckpoint(checkpointId, true);
+        stored = await this.runCheckpoint(checkpointId, true);
       } catch (error) {
         this.recordFailure(checkpointId, error);
         throw error;
       }
-      await this.notifyComplete(checkpointId);
-      try {
-        await this.retain();
-      } catch (error) {
-        this.recordFailure(checkpointId, error);
-        throw error;
-      }
+      await this.commitAndRetain(checkpointId, stored, (error) => this.recordFailure(checkpointId, error));
       return checkpointId;
     })();
     // Tracked from this very call on, like any other, so that shutdown settles it too.
@@ -248,16 +260,10 @@ export class CheckpointCoordinator {
     const triggeredAt = performance.now();
     const checkpointId = ++this.lastCheckpointId;
     const running = this.runCheckpoint(checkpointId, false).then(
-      async () => {
+      async (stored) => {
         this.consecutiveFailures = 0;
         // A failed commit fails the subtask loop itself, which fails the attempt.
-        await this.notifyComplete(checkpointId);
-        try {
-          await this.retain();
-        } catch (error) {
-          this.handleFailure(checkpointId, error);
-          throw error;
-        }
+        await this.commitAndRetain(checkpointId, stored, (error) => this.handleFailure(checkpointId, error));
         return checkpointId;
       },
       (error: unknown) => {
@@ -276,6 +282,43 @@ export class CheckpointCoordinator {
     tracked.catch(() => undefined);
     this.inFlight = tracked;
     return running;
+  }
+
+  /**
+   * Tells every operator the stored checkpoint completed (the commit), then discards what
+   * `retained` no longer keeps, timing both; the checkpoint's history entry and phase metrics are
+   * recorded once both ran (or one failed). `onRetainFailure` is called when retention failed.
+   */
+  private async commitAndRetain(
+    checkpointId: number,
+    stored: StoredCheckpoint | undefined,
+    onRetainFailure: (error: unknown) => void,
+  ): Promise<void> {
+    const phases: Mutable<CheckpointPhases> = { ...stored?.phases } as CheckpointPhases;
+    let recorded = false;
+    const record = (): void => {
+      if (recorded || stored === undefined) return;
+      recorded = true;
+      this.phaseMetrics.observe(phases);
+      // Not awaited: the history is written after the checkpoint, never within it.
+      this.options.history?.record({ ...stored.entry, phases: roundPhases(phases) });
+    };
+    try {
+      let started = performance.now();
+      await this.notifyComplete(checkpointId);
+      phases.commitMs = performance.now() - started;
+      started = performance.now();
+      try {
+        await this.retain();
+      } catch (error) {
+        record();
+        onRetainFailure(error);
+        throw error;
+      }
+      phases.retainMs = performance.now() - started;
+    } finally {
+      record();
+    }
   }
 
   private recordFailure(checkpointId: number, error: unknown): boolean {
@@ -330,16 +373,19 @@ export class CheckpointCoordinator {
   }
 
   // The timeout covers the snapshots and the store: a checkpoint is not complete before it is durable.
-  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<StoredCheckpoint | undefined> {
     this.taking = checkpointId;
     try {
-      await this.takeCheckpoint(checkpointId, isFinal);
+      return await this.takeCheckpoint(checkpointId, isFinal);
     } finally {
       if (this.taking === checkpointId) this.taking = undefined;
     }
   }
 
-  private async takeCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  private async takeCheckpoint(
+    checkpointId: number,
+    isFinal: boolean,
+  ): Promise<StoredCheckpoint | undefined> {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
     const started = performance.now();
@@ -349,9 +395,9 @@ export class CheckpointCoordinator {
         subtask.triggerCheckpoint({ checkpointId, checkpointTimestamp: triggeredAt, isFinal }, parallelism),
       ),
     );
-    let states: Buffer[];
+    let shares: SubtaskCheckpointShare[];
     try {
-      states = await withTimeout(snapshots, timeout, checkpointId, "its snapshots");
+      shares = await withTimeout(snapshots, timeout, checkpointId, "its snapshots");
     } catch (error) {
       // Nothing was handed to the storage, and nothing will be: failed for good.
       snapshots.catch(() => undefined);
@@ -362,7 +408,7 @@ export class CheckpointCoordinator {
         error,
       );
     }
-    if (!storage || !checkpointing) return;
+    if (!storage || !checkpointing) return undefined;
     if (this.abandoned) {
       // The attempt ended while the snapshots ran: never stored, so failed for good.
       throw new CheckpointFailure(
@@ -372,7 +418,8 @@ export class CheckpointCoordinator {
       );
     }
     const subtaskStates = new Map<number, Buffer>();
-    for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
+    for (const [position, subtask] of subtasks.entries())
+      subtaskStates.set(subtask.index, shares[position]!.state);
     const checkpoint = createCompletedCheckpoint({
       jobId: this.options.jobId,
       checkpointId,
@@ -385,6 +432,7 @@ export class CheckpointCoordinator {
       lineage: this.options.lineage,
       summary: this.options.describe(subtaskStates),
     });
+    const storeStarted = performance.now();
     const storing = storage.store(checkpoint);
     this.storing = checkpointId;
     this.storingIncarnation = this.incarnation;
@@ -410,6 +458,7 @@ export class CheckpointCoordinator {
     } finally {
       if (this.storing === checkpointId) this.storing = undefined;
     }
+    const storeMs = performance.now() - storeStarted;
     this.lastStored = checkpointId;
     const { metadata } = checkpoint;
     const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
@@ -420,24 +469,26 @@ export class CheckpointCoordinator {
     const completedAt = Date.now();
     this.lastCompletedTimestamp.set(completedAt / 1000, { job: this.options.jobId });
     this.options.onCompleted?.(checkpointId, completedAt);
-    // Not awaited: the history is written after the checkpoint, never within it.
-    this.options.history?.record({
-      kind: "completed",
-      jobId: metadata.jobId,
-      scope: metadata.scope,
-      checkpointId,
-      at: completedAt,
-      triggeredAt,
-      sizeBytes: bytes,
-      parallelism,
-      isFinal,
-      lineage: this.options.lineage,
-      incarnation: metadata.incarnation,
-    });
     this.options.logger.info(
       { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
       "checkpoint completed",
     );
+    return {
+      entry: {
+        kind: "completed",
+        jobId: metadata.jobId,
+        scope: metadata.scope,
+        checkpointId,
+        at: completedAt,
+        triggeredAt,
+        sizeBytes: bytes,
+        parallelism,
+        isFinal,
+        lineage: this.options.lineage,
+        ...(metadata.incarnation === undefined ? {} : { incarnation: metadata.incarnation }),
+      },
+      phases: { ...snapshotPhasesOf(shares), storeMs },
+    };
   }
 
   /**
