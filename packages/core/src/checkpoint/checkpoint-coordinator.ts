@@ -12,7 +12,7 @@ import {
 } from "./checkpoint-phases.js";
 import type { CheckpointStorage } from "./checkpoint-storage.js";
 import { createCompletedCheckpoint } from "./completed-checkpoint.js";
-import { retainLatestCheckpoints } from "./retention.js";
+import { ScopeRetention } from "./scope-retention.js";
 
 /** Checkpointing settings with every default filled in. */
 export interface ResolvedCheckpointing {
@@ -114,6 +114,7 @@ export class CheckpointCoordinator {
   private readonly lastCompletedTimestamp;
   private readonly failures;
   private readonly phaseMetrics;
+  private readonly retention: ScopeRetention | undefined;
 
   constructor(private readonly options: CheckpointCoordinatorOptions) {
     this.lastCheckpointId = options.lastCheckpointId;
@@ -134,6 +135,14 @@ export class CheckpointCoordinator {
     this.failures = options.metrics.counter(MetricNames.checkpointFailures, "Failed checkpoints");
     this.failures.inc(0, { job: options.jobId });
     this.phaseMetrics = new CheckpointPhaseMetrics(options.metrics, options.jobId);
+    if (options.storage && options.checkpointing) {
+      this.retention = new ScopeRetention(
+        options.storage,
+        options.jobId,
+        options.scope,
+        options.checkpointing.retained,
+      );
+    }
   }
 
   /** The id of the last checkpoint triggered. */
@@ -325,6 +334,8 @@ export class CheckpointCoordinator {
     this.failures.inc(1, { job: this.options.jobId });
     const definitive = error instanceof CheckpointFailure && error.definitive;
     if (definitive) this.markFailed(checkpointId);
+    // Its store may have landed after all: retention must look at the storage again.
+    else this.retention?.forget();
     this.options.history?.record({
       kind: "failed",
       jobId: this.options.jobId,
@@ -460,6 +471,7 @@ export class CheckpointCoordinator {
     }
     const storeMs = performance.now() - storeStarted;
     this.lastStored = checkpointId;
+    this.retention?.stored(checkpointId);
     const { metadata } = checkpoint;
     const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
     this.lastCompletedAt = performance.now();
@@ -492,15 +504,12 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Discards what `retained` no longer keeps. Runs once operators were told a checkpoint completed
-   * (its commits wait for no listing and discarding), within the checkpoint: the next one waits.
+   * Discards what `retained` no longer keeps (listing the storage only the first time and after a
+   * failure, see ScopeRetention). Runs once operators were told a checkpoint completed (its commits
+   * wait for no discarding), within the checkpoint: the next one waits.
    */
   private async retain(): Promise<void> {
-    const { storage, checkpointing } = this.options;
-    if (!storage || !checkpointing) return;
-    await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
-      scope: this.options.scope,
-    });
+    await this.retention?.retain();
   }
 
   /**
