@@ -177,11 +177,6 @@ function child(launch: Launch) {
   };
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
 interface Measurement {
   candidate: string;
   written: number;
@@ -254,19 +249,25 @@ async function measure(name: string, round: number): Promise<Measurement> {
       phases = await pipeline.next("phases", 30_000).catch(() => undefined);
     }
     reader.process.stdin?.end();
-    const read = (await reader.next("latencies", 60_000)) as { seen: number; values: number[] };
-    const measured = read.values.sort((a, b) => a - b);
+    const read = (await reader.next("latencies", 60_000)) as {
+      seen: number;
+      measured: number;
+      p50: number;
+      p90: number;
+      p99: number;
+      max: number;
+    };
     return {
       candidate: name,
       written: written.records,
       writtenPerSecond: Math.round(written.records / written.seconds),
       lateTicks: written.lateTicks,
       seen: read.seen - 1, // the probe is not counted
-      measured: measured.length,
-      p50: percentile(measured, 50),
-      p90: percentile(measured, 90),
-      p99: percentile(measured, 99),
-      max: measured.at(-1) ?? Number.NaN,
+      measured: read.measured,
+      p50: read.p50,
+      p90: read.p90,
+      p99: read.p99,
+      max: read.max,
       machineBusyPercent: Math.round(((busyAfter - busyBefore) / 100 / (CORES * window)) * 100),
       load,
       phases,

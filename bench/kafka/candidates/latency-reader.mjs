@@ -4,8 +4,8 @@
 //   node latency-reader.mjs <brokers> <topic>
 // Prints {"event":"ready"} once it reads, {"event":"first"} at its first record. A line
 // `cutoff <ms since the epoch>` on stdin starts the measuring: records sent before it are counted
-// but not measured. When stdin closes, prints {"event":"latencies","seen":n,"values":[…]} (ms, in
-// arrival order) and exits.
+// but not measured. When stdin closes, prints {"event":"latencies","seen":n,"measured":m,"p50":…,
+// "p90":…,"p99":…,"max":…} (ms) and exits.
 
 import { createInterface } from "node:readline";
 import { Deserializers, KafkaSource } from "@onceflow/connector-kafka";
@@ -51,9 +51,25 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   const [command, value] = line.split(" ");
   if (command === "cutoff") cutoff = Number(value);
 });
+function percentile(sorted, p) {
+  return sorted.length === 0
+    ? null
+    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
 process.stdin.on("end", async () => {
-  process.stdout.write(`${JSON.stringify({ event: "latencies", seen, values: latencies })}\n`);
+  const sorted = Float64Array.from(latencies).sort();
+  const summary = {
+    event: "latencies",
+    seen,
+    measured: sorted.length,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted.length === 0 ? null : sorted[sorted.length - 1],
+  };
   job.stop();
   await done.catch(() => undefined);
-  process.exit(0);
+  // Exits once the line is written: a pipe takes it in chunks.
+  process.stdout.write(`${JSON.stringify(summary)}\n`, () => process.exit(0));
 });

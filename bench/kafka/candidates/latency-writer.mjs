@@ -46,5 +46,5 @@ for (let tick = 0; tick < ticks; tick++) {
 }
 await Promise.all(inFlight);
 const took = (Date.now() - started) / 1000;
-process.stdout.write(`${JSON.stringify({ event: "done", records, seconds: took, lateTicks })}\n`);
 await producer.disconnect();
+process.stdout.write(`${JSON.stringify({ event: "done", records, seconds: took, lateTicks })}\n`);
