@@ -75,7 +75,7 @@ describe("the phases of a checkpoint", () => {
   it("put a slow pre-commit, store and commit each in its own phase, adding up to at most the duration", async () => {
     const metrics = createMemoryMetrics();
     const completed = await runJob({ slowWrites: false, metrics });
-    expect(completed.length).toBeGreaterThanOrEqual(3);
+    expect(completed.length).toBeGreaterThanOrEqual(2);
     for (const { phases, at, triggeredAt } of completed) {
       expect(phases).toBeDefined();
       const p = phases as CheckpointPhases;
