@@ -1,6 +1,7 @@
 // Kafka → Kafka side by side with its peers, on one broker, in one command:
 //   onceflow exactly-once / at-least-once, onceflow exactly-once at parallelism 2 in worker threads
-//   (onceflow-eos-threads, not in the default set), a hand-written kafkajs transactional loop,
+//   (onceflow-eos-threads, not in the default set; -50ms variants of both checkpoint every 50 ms
+//   instead of every second), a hand-written kafkajs transactional loop,
 //   Kafka Streams (exactly_once_v2), Flink KafkaSource → KafkaSink (EXACTLY_ONCE, MiniCluster),
 //   and a plain Java consume → produce loop (the broker's ceiling).
 // Each candidate is its own process: it reads the same pre-written input (N records of 100 bytes
@@ -124,6 +125,11 @@ function javaPeer(project: string, mainClass: string, peerArgs: string[]): Launc
   return { command: "java", args: ["-cp", classpath, `dev.onceflow.bench.${mainClass}`, ...peerArgs] };
 }
 
+/** A onceflow candidate with checkpoints every 50 ms instead of every second. */
+function every50ms(launch: Launch): Launch {
+  return { ...launch, env: { ...launch.env, BENCH_CHECKPOINT_INTERVAL_MS: "50" } };
+}
+
 const candidates: Record<string, (input: string, output: string, dir: string) => Launch> = {
   "onceflow-eos": (input, output, dir) => ({
     command: process.execPath,
@@ -177,6 +183,10 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
       "2",
     ],
   }),
+  // The same two at 50 ms checkpoints (interactive latency), to set against the 1 s default.
+  "onceflow-eos-50ms": (input, output, dir) => every50ms(candidates["onceflow-eos"]!(input, output, dir)),
+  "onceflow-eos-threads-50ms": (input, output, dir) =>
+    every50ms(candidates["onceflow-eos-threads"]!(input, output, dir)),
   "kafkajs-loop": (input, output) => ({
     command: process.execPath,
     args: [

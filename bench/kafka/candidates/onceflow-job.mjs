@@ -2,9 +2,11 @@
 // the latest offsets, so the job ends after its final checkpoint committed the last transaction.
 //   node onceflow-job.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> [parallelism]
 // With a parallelism above 1 every subtask runs in this one thread. BENCH_WORK=<n> in the
-// environment gives the map n passes of CPU work per record (work.mjs).
+// environment gives the map n passes of CPU work per record (work.mjs); BENCH_CHECKPOINT_INTERVAL_MS
+// the checkpoint interval (default 1000). The checkpoints' phases are printed to stderr at the end.
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
-import { filesystem, Job } from "@onceflow/core";
+import { createMemoryMetrics, filesystem, Job } from "@onceflow/core";
+import { formatPhaseSummary, phaseSummary } from "./phases.mjs";
 import { createReport, watchFirstCheckpoint } from "./report.mjs";
 import { work, workRounds } from "./work.mjs";
 
@@ -12,10 +14,15 @@ const [brokerList, input, output, mode, directory, prefix, parallelism = "1"] = 
 const brokers = brokerList.split(",");
 const report = createReport();
 const rounds = workRounds();
+const metrics = createMemoryMetrics();
 const job = new Job({
   jobId: `bench-${prefix}`,
   parallelism: Number(parallelism),
-  checkpointing: { interval: 1000, storage: filesystem(directory) },
+  metrics,
+  checkpointing: {
+    interval: Number(process.env.BENCH_CHECKPOINT_INTERVAL_MS ?? 1000),
+    storage: filesystem(directory),
+  },
   restartStrategy: { type: "none" },
 });
 job
@@ -55,4 +62,5 @@ job
   );
 watchFirstCheckpoint(() => job.status());
 await job.execute();
+process.stderr.write(`${formatPhaseSummary(phaseSummary(metrics))}\n`);
 await report.doneAndWait();

@@ -1,7 +1,7 @@
 // The job of the `onceflow-eos-threads` candidate, built in each worker thread by
 // runSubtasksInThreads (see onceflow-threads.mjs): KafkaSource → map → KafkaSink, the same as
 // onceflow-job.mjs (BENCH_WORK passes of work per record too, work.mjs), at BENCH_PARALLELISM. Each
-// thread counts its own records and, when its job ended, posts the count on a BroadcastChannel for
+// thread counts its own records (BENCH_CHECKPOINT_INTERVAL_MS: the checkpoint interval, default 1000) and, when its job ended, posts the count on a BroadcastChannel for
 // the main thread to add up.
 import { threadId } from "node:worker_threads";
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
@@ -20,7 +20,10 @@ export function createJob(launch) {
   const job = new Job({
     jobId: `bench-${env.BENCH_PREFIX}`,
     parallelism: Number(env.BENCH_PARALLELISM),
-    checkpointing: { interval: 1000, storage: filesystem(env.BENCH_CHECKPOINTS) },
+    checkpointing: {
+      interval: Number(env.BENCH_CHECKPOINT_INTERVAL_MS ?? 1000),
+      storage: filesystem(env.BENCH_CHECKPOINTS),
+    },
     restartStrategy: { type: "none" },
     ...launch,
   });

@@ -40,6 +40,7 @@ export {
   parseHistoryEntry,
   validateHistoryEntry,
 } from "./checkpoint/checkpoint-history-entries.js";
+export type { CheckpointPhases } from "./checkpoint/checkpoint-phases.js";
 // Checkpoints
 export type {
   CheckpointMetadata,

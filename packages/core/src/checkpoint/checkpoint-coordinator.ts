@@ -1,11 +1,18 @@
 import { CheckpointError, ConfigurationError, isOnceflowError } from "../errors/onceflow-error.js";
 import type { Logger } from "../observability/logger.js";
 import { MetricNames, type Metrics } from "../observability/metrics.js";
-import type { AttemptSubtask } from "../runtime/subtask.js";
+import type { AttemptSubtask, SubtaskCheckpointShare } from "../runtime/subtask.js";
+import type { CompletedCheckpointEntry } from "./checkpoint-history-entries.js";
 import type { CheckpointHistoryRecorder } from "./checkpoint-history-recorder.js";
+import {
+  CheckpointPhaseMetrics,
+  type CheckpointPhases,
+  roundPhases,
+  snapshotPhasesOf,
+} from "./checkpoint-phases.js";
 import type { CheckpointStorage } from "./checkpoint-storage.js";
 import { createCompletedCheckpoint } from "./completed-checkpoint.js";
-import { retainLatestCheckpoints } from "./retention.js";
+import { ScopeRetention } from "./scope-retention.js";
 
 /** Checkpointing settings with every default filled in. */
 export interface ResolvedCheckpointing {
@@ -45,6 +52,14 @@ export interface CheckpointCoordinatorOptions {
   /** Called when a checkpoint is stored (completed), with the time it completed (ms since the epoch). */
   readonly onCompleted?: (checkpointId: number, completedAt: number) => void;
 }
+
+/** A stored checkpoint's history entry and phases, until its commit and retention ran. */
+interface StoredCheckpoint {
+  readonly entry: Omit<CompletedCheckpointEntry, "phases">;
+  readonly phases: CheckpointPhases;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** How long shutdown waits for a checkpoint in flight to settle, at most. */
 const SETTLE_ON_SHUTDOWN_MS = 3_000;
@@ -98,6 +113,8 @@ export class CheckpointCoordinator {
   private readonly lastCompleted;
   private readonly lastCompletedTimestamp;
   private readonly failures;
+  private readonly phaseMetrics;
+  private readonly retention: ScopeRetention | undefined;
 
   constructor(private readonly options: CheckpointCoordinatorOptions) {
     this.lastCheckpointId = options.lastCheckpointId;
@@ -117,6 +134,15 @@ export class CheckpointCoordinator {
     );
     this.failures = options.metrics.counter(MetricNames.checkpointFailures, "Failed checkpoints");
     this.failures.inc(0, { job: options.jobId });
+    this.phaseMetrics = new CheckpointPhaseMetrics(options.metrics, options.jobId);
+    if (options.storage && options.checkpointing) {
+      this.retention = new ScopeRetention(
+        options.storage,
+        options.jobId,
+        options.scope,
+        options.checkpointing.retained,
+      );
+    }
   }
 
   /** The id of the last checkpoint triggered. */
@@ -208,19 +234,14 @@ export class CheckpointCoordinator {
     const running = (async () => {
       await previous?.catch(() => undefined);
       const checkpointId = ++this.lastCheckpointId;
+      let stored: StoredCheckpoint | undefined;
       try {
-        await this.runCheckpoint(checkpointId, true);
+        stored = await this.runCheckpoint(checkpointId, true);
       } catch (error) {
         this.recordFailure(checkpointId, error);
         throw error;
       }
-      await this.notifyComplete(checkpointId);
-      try {
-        await this.retain();
-      } catch (error) {
-        this.recordFailure(checkpointId, error);
-        throw error;
-      }
+      await this.commitAndRetain(checkpointId, stored, (error) => this.recordFailure(checkpointId, error));
       return checkpointId;
     })();
     // Tracked from this very call on, like any other, so that shutdown settles it too.
@@ -248,16 +269,10 @@ export class CheckpointCoordinator {
     const triggeredAt = performance.now();
     const checkpointId = ++this.lastCheckpointId;
     const running = this.runCheckpoint(checkpointId, false).then(
-      async () => {
+      async (stored) => {
         this.consecutiveFailures = 0;
         // A failed commit fails the subtask loop itself, which fails the attempt.
-        await this.notifyComplete(checkpointId);
-        try {
-          await this.retain();
-        } catch (error) {
-          this.handleFailure(checkpointId, error);
-          throw error;
-        }
+        await this.commitAndRetain(checkpointId, stored, (error) => this.handleFailure(checkpointId, error));
         return checkpointId;
       },
       (error: unknown) => {
@@ -278,10 +293,49 @@ export class CheckpointCoordinator {
     return running;
   }
 
+  /**
+   * Tells every operator the stored checkpoint completed (the commit), then discards what
+   * `retained` no longer keeps, timing both; the checkpoint's history entry and phase metrics are
+   * recorded once both ran (or one failed). `onRetainFailure` is called when retention failed.
+   */
+  private async commitAndRetain(
+    checkpointId: number,
+    stored: StoredCheckpoint | undefined,
+    onRetainFailure: (error: unknown) => void,
+  ): Promise<void> {
+    const phases: Mutable<CheckpointPhases> = { ...stored?.phases } as CheckpointPhases;
+    let recorded = false;
+    const record = (): void => {
+      if (recorded || stored === undefined) return;
+      recorded = true;
+      this.phaseMetrics.observe(phases);
+      // Not awaited: the history is written after the checkpoint, never within it.
+      this.options.history?.record({ ...stored.entry, phases: roundPhases(phases) });
+    };
+    try {
+      let started = performance.now();
+      await this.notifyComplete(checkpointId);
+      phases.commitMs = performance.now() - started;
+      started = performance.now();
+      try {
+        await this.retain();
+      } catch (error) {
+        record();
+        onRetainFailure(error);
+        throw error;
+      }
+      phases.retainMs = performance.now() - started;
+    } finally {
+      record();
+    }
+  }
+
   private recordFailure(checkpointId: number, error: unknown): boolean {
     this.failures.inc(1, { job: this.options.jobId });
     const definitive = error instanceof CheckpointFailure && error.definitive;
     if (definitive) this.markFailed(checkpointId);
+    // Its store may have landed after all: retention must look at the storage again.
+    else this.retention?.forget();
     this.options.history?.record({
       kind: "failed",
       jobId: this.options.jobId,
@@ -330,16 +384,19 @@ export class CheckpointCoordinator {
   }
 
   // The timeout covers the snapshots and the store: a checkpoint is not complete before it is durable.
-  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  private async runCheckpoint(checkpointId: number, isFinal: boolean): Promise<StoredCheckpoint | undefined> {
     this.taking = checkpointId;
     try {
-      await this.takeCheckpoint(checkpointId, isFinal);
+      return await this.takeCheckpoint(checkpointId, isFinal);
     } finally {
       if (this.taking === checkpointId) this.taking = undefined;
     }
   }
 
-  private async takeCheckpoint(checkpointId: number, isFinal: boolean): Promise<void> {
+  private async takeCheckpoint(
+    checkpointId: number,
+    isFinal: boolean,
+  ): Promise<StoredCheckpoint | undefined> {
     const { subtasks, storage, checkpointing, parallelism } = this.options;
     const triggeredAt = Date.now();
     const started = performance.now();
@@ -349,9 +406,9 @@ export class CheckpointCoordinator {
         subtask.triggerCheckpoint({ checkpointId, checkpointTimestamp: triggeredAt, isFinal }, parallelism),
       ),
     );
-    let states: Buffer[];
+    let shares: SubtaskCheckpointShare[];
     try {
-      states = await withTimeout(snapshots, timeout, checkpointId, "its snapshots");
+      shares = await withTimeout(snapshots, timeout, checkpointId, "its snapshots");
     } catch (error) {
       // Nothing was handed to the storage, and nothing will be: failed for good.
       snapshots.catch(() => undefined);
@@ -362,7 +419,7 @@ export class CheckpointCoordinator {
         error,
       );
     }
-    if (!storage || !checkpointing) return;
+    if (!storage || !checkpointing) return undefined;
     if (this.abandoned) {
       // The attempt ended while the snapshots ran: never stored, so failed for good.
       throw new CheckpointFailure(
@@ -372,7 +429,8 @@ export class CheckpointCoordinator {
       );
     }
     const subtaskStates = new Map<number, Buffer>();
-    for (const [position, subtask] of subtasks.entries()) subtaskStates.set(subtask.index, states[position]!);
+    for (const [position, subtask] of subtasks.entries())
+      subtaskStates.set(subtask.index, shares[position]!.state);
     const checkpoint = createCompletedCheckpoint({
       jobId: this.options.jobId,
       checkpointId,
@@ -385,6 +443,7 @@ export class CheckpointCoordinator {
       lineage: this.options.lineage,
       summary: this.options.describe(subtaskStates),
     });
+    const storeStarted = performance.now();
     const storing = storage.store(checkpoint);
     this.storing = checkpointId;
     this.storingIncarnation = this.incarnation;
@@ -410,7 +469,9 @@ export class CheckpointCoordinator {
     } finally {
       if (this.storing === checkpointId) this.storing = undefined;
     }
+    const storeMs = performance.now() - storeStarted;
     this.lastStored = checkpointId;
+    this.retention?.stored(checkpointId);
     const { metadata } = checkpoint;
     const bytes = metadata.subtasks.reduce((total, entry) => total + entry.stateBytes, 0);
     this.lastCompletedAt = performance.now();
@@ -420,36 +481,35 @@ export class CheckpointCoordinator {
     const completedAt = Date.now();
     this.lastCompletedTimestamp.set(completedAt / 1000, { job: this.options.jobId });
     this.options.onCompleted?.(checkpointId, completedAt);
-    // Not awaited: the history is written after the checkpoint, never within it.
-    this.options.history?.record({
-      kind: "completed",
-      jobId: metadata.jobId,
-      scope: metadata.scope,
-      checkpointId,
-      at: completedAt,
-      triggeredAt,
-      sizeBytes: bytes,
-      parallelism,
-      isFinal,
-      lineage: this.options.lineage,
-      incarnation: metadata.incarnation,
-    });
     this.options.logger.info(
       { checkpointId, durationMs: Math.round(this.lastCompletedAt - started), bytes, isFinal },
       "checkpoint completed",
     );
+    return {
+      entry: {
+        kind: "completed",
+        jobId: metadata.jobId,
+        scope: metadata.scope,
+        checkpointId,
+        at: completedAt,
+        triggeredAt,
+        sizeBytes: bytes,
+        parallelism,
+        isFinal,
+        lineage: this.options.lineage,
+        ...(metadata.incarnation === undefined ? {} : { incarnation: metadata.incarnation }),
+      },
+      phases: { ...snapshotPhasesOf(shares), storeMs },
+    };
   }
 
   /**
-   * Discards what `retained` no longer keeps. Runs once operators were told a checkpoint completed
-   * (its commits wait for no listing and discarding), within the checkpoint: the next one waits.
+   * Discards what `retained` no longer keeps (listing the storage only the first time and after a
+   * failure, see ScopeRetention). Runs once operators were told a checkpoint completed (its commits
+   * wait for no discarding), within the checkpoint: the next one waits.
    */
   private async retain(): Promise<void> {
-    const { storage, checkpointing } = this.options;
-    if (!storage || !checkpointing) return;
-    await retainLatestCheckpoints(storage, this.options.jobId, checkpointing.retained, {
-      scope: this.options.scope,
-    });
+    await this.retention?.retain();
   }
 
   /**

@@ -1,5 +1,6 @@
 import { CheckpointError } from "../errors/onceflow-error.js";
 import { assertCheckpointId, assertCheckpointName } from "./checkpoint-files.js";
+import type { CheckpointPhases } from "./checkpoint-phases.js";
 
 /**
  * How many checkpoint history entries a storage keeps per job and scope by default
@@ -58,6 +59,8 @@ export interface CompletedCheckpointEntry extends HistoryEntryBase {
   readonly parallelism: number;
   readonly isFinal: boolean;
   readonly lineage: number;
+  /** Where its time went, phase by phase (absent in entries written before phases were kept). */
+  readonly phases?: CheckpointPhases;
 }
 
 /**

@@ -153,6 +153,15 @@ describe("onceflow checkpoints list", () => {
         at: 1_700_000_002_500,
         sizeBytes: 2220,
         isFinal: true,
+        phases: {
+          barrierMs: 2.4,
+          alignmentMs: 0,
+          snapshotMs: 0.3,
+          preCommitMs: 180.6,
+          storeMs: 310.2,
+          commitMs: 12.5,
+          retainMs: 4,
+        },
       },
       100,
     );
@@ -197,7 +206,14 @@ describe("onceflow checkpoints list", () => {
     expect(lines[1]).toMatch(/^JOB\s+SCOPE\s+ID\s+AT\s+EVENT\s+DETAIL$/);
     expect(lines.slice(2).map((line) => line.split(/\s{2,}/))).toEqual([
       ["orders", "all", "1", "2023-11-14T22:13:21.500Z", "completed", "500 ms, 2.1 KiB, discarded"],
-      ["orders", "all", "2", "2023-11-14T22:13:22.500Z", "completed", "500 ms, 2.2 KiB, final, retained"],
+      [
+        "orders",
+        "all",
+        "2",
+        "2023-11-14T22:13:22.500Z",
+        "completed",
+        "500 ms (barrier 2, snapshot 0, pre-commit 181, store 310, then commit 13, retain 4), 2.2 KiB, final, retained",
+      ],
       [
         "orders",
         "all",

@@ -57,6 +57,7 @@ export interface Metrics {
  */
 export const MetricNames = {
   checkpointDurationSeconds: "onceflow_checkpoint_duration_seconds",
+  checkpointPhaseDurationSeconds: "onceflow_checkpoint_phase_duration_seconds",
   checkpointSizeBytes: "onceflow_checkpoint_size_bytes",
   lastCompletedCheckpointId: "onceflow_last_completed_checkpoint_id",
   lastCompletedCheckpointTimestampSeconds: "onceflow_last_completed_checkpoint_timestamp_seconds",

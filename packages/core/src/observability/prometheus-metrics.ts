@@ -64,6 +64,7 @@ const SUBTASK_OPERATOR = ["job", "subtask", "operator"];
 const SINK = ["job", "subtask", "sink"];
 const KNOWN_LABELS: Readonly<Record<string, readonly string[]>> = {
   [MetricNames.checkpointDurationSeconds]: ["job"],
+  [MetricNames.checkpointPhaseDurationSeconds]: ["job", "phase"],
   [MetricNames.checkpointSizeBytes]: ["job"],
   [MetricNames.lastCompletedCheckpointId]: ["job"],
   [MetricNames.lastCompletedCheckpointTimestampSeconds]: ["job"],

@@ -2,6 +2,7 @@ import { serialize } from "node:v8";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import type { Logger } from "../observability/logger.js";
 import type { AlignmentPhase } from "./exchange/checkpoint-alignment.js";
+import { SinkOperator } from "./operators/sink-operator.js";
 import type { SourceOperator } from "./operators/source-operator.js";
 import type { OperatorSnapshot, StreamOperator } from "./operators/stream-operator.js";
 import type { SubtaskLoopMetrics } from "./subtask-loop-metrics.js";
@@ -13,6 +14,27 @@ export interface SubtaskSnapshot {
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly operators: Record<string, OperatorSnapshot>;
+}
+
+/**
+ * Where one subtask's share of a checkpoint spent its time, in milliseconds, each phase measured
+ * where it happens; in order, they add up to the time from the trigger to the share being ready.
+ */
+export interface SubtaskCheckpointTimings {
+  /** From the trigger until the loop took the barrier (it finishes the batch in hand first). */
+  readonly barrierMs: number;
+  /** Waiting for the other loops behind a `keyBy` exchange (0 without one). */
+  readonly alignmentMs: number;
+  /** Every operator's snapshot but the sinks', and the share's serialization. */
+  readonly snapshotMs: number;
+  /** The sinks' snapshots: where a two-phase-commit sink pre-commits its transaction. */
+  readonly preCommitMs: number;
+}
+
+/** One subtask's share of a checkpoint: its state, serialized, and where its time went. */
+export interface SubtaskCheckpointShare {
+  readonly state: Buffer;
+  readonly timings: SubtaskCheckpointTimings;
 }
 
 type Mail = () => Promise<void>;
@@ -46,7 +68,10 @@ export interface AttemptSubtask {
   run(): Promise<void>;
   whenInputEnded(): Promise<void>;
   liveness(): SubtaskLiveness;
-  triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer>;
+  triggerCheckpoint(
+    checkpoint: FunctionSnapshotContext,
+    parallelism: number,
+  ): Promise<SubtaskCheckpointShare>;
   notifyCheckpointComplete(checkpointId: number): Promise<void>;
   notifyCheckpointAborted(checkpointId: number): Promise<void>;
   stopReading(): Promise<void>;
@@ -150,21 +175,30 @@ export class Subtask implements AttemptSubtask {
     });
   }
 
-  /** Takes this subtask's share of checkpoint `checkpointId`, serialized. */
-  triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer> {
+  /** Takes this subtask's share of checkpoint `checkpointId`, serialized, with its timings. */
+  triggerCheckpoint(
+    checkpoint: FunctionSnapshotContext,
+    parallelism: number,
+  ): Promise<SubtaskCheckpointShare> {
     const { checkpointId } = checkpoint;
+    const triggered = performance.now();
     return this.enqueue(async () => {
+      const barrierTaken = performance.now();
       const alignment = this.exchange?.alignment;
       const operators: Record<string, OperatorSnapshot> = {};
+      let alignmentMs = 0;
+      let preCommitMs = 0;
       try {
         // Behind an exchange, every sending loop must have taken the barrier first (see
         // CheckpointAlignment); its channels stay held until every stage has snapshotted.
-        await alignment?.arrive("aligned", checkpointId);
+        if (alignment) alignmentMs += await timed(() => alignment.arrive("aligned", checkpointId));
         for (const operator of this.operators) {
+          const started = performance.now();
           const snapshot = await operator.snapshot(checkpoint);
+          if (operator instanceof SinkOperator) preCommitMs += performance.now() - started;
           if (snapshot) operators[operator.uid] = snapshot;
         }
-        await alignment?.arrive("snapshotted", checkpointId);
+        if (alignment) alignmentMs += await timed(() => alignment.arrive("snapshotted", checkpointId));
       } catch (error) {
         alignment?.abandon(checkpointId, error);
         throw error;
@@ -176,7 +210,17 @@ export class Subtask implements AttemptSubtask {
         parallelism,
         operators,
       };
-      return serialize(snapshot);
+      const state = serialize(snapshot);
+      const ready = performance.now();
+      return {
+        state,
+        timings: {
+          barrierMs: barrierTaken - triggered,
+          alignmentMs,
+          snapshotMs: Math.max(0, ready - barrierTaken - alignmentMs - preCommitMs),
+          preCommitMs,
+        },
+      };
     });
   }
 
@@ -381,6 +425,12 @@ export class Subtask implements AttemptSubtask {
     this.wakeUp = undefined;
     wakeUp?.();
   }
+}
+
+async function timed(action: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await action();
+  return performance.now() - started;
 }
 
 /** Calls an operator from this subtask's own loop, through its stage's gate when it has one. */

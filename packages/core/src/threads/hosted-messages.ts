@@ -1,5 +1,5 @@
 import type { MessagePort } from "node:worker_threads";
-import type { SubtaskLiveness } from "../runtime/subtask.js";
+import type { SubtaskCheckpointTimings, SubtaskLiveness } from "../runtime/subtask.js";
 
 /**
  * A call from the coordinating job (main thread) to the subtask of a worker thread it hosts, answered
@@ -41,9 +41,15 @@ export interface HostedCall {
     | { readonly name: "close"; readonly failed: readonly number[]; readonly stored: number };
 }
 
+/** A subtask's share of a checkpoint as a thread posts it: its bytes and where its time went. */
+export interface HostedCheckpointShare {
+  readonly state: Uint8Array;
+  readonly timings: SubtaskCheckpointTimings;
+}
+
 /**
  * The answer of a hosted subtask's thread to a {@link HostedCall}: a value (a checkpoint's
- * serialized share for `trigger`), or the error's code and message.
+ * serialized share and its timings for `trigger`), or the error's code and message.
  *
  * @example
  * ```ts
@@ -53,7 +59,7 @@ export interface HostedCall {
 export interface HostedReply {
   readonly type: "reply";
   readonly id: number;
-  readonly value?: Uint8Array | number;
+  readonly value?: HostedCheckpointShare | number;
   readonly error?: { readonly code: string; readonly message: string };
 }
 

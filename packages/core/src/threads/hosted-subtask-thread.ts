@@ -88,7 +88,7 @@ export function serveHostedSubtask(
       return undefined;
     },
     trigger: async (call: Extract<HostedCall["call"], { name: "trigger" }>) => {
-      const bytes = await running().triggerCheckpoint(
+      const { state, timings } = await running().triggerCheckpoint(
         {
           checkpointId: call.checkpointId,
           checkpointTimestamp: call.checkpointTimestamp,
@@ -96,7 +96,8 @@ export function serveHostedSubtask(
         },
         call.parallelism,
       );
-      return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      // The share's timings travel with its bytes, so the coordinator reports the thread's phases.
+      return { state: new Uint8Array(state.buffer, state.byteOffset, state.byteLength), timings };
     },
     complete: async (call: Extract<HostedCall["call"], { name: "complete" }>) => {
       await running().notifyCheckpointComplete(call.checkpointId);
@@ -131,18 +132,15 @@ export function serveHostedSubtask(
     }
     if (message.type !== "call") return;
     const { id, call } = message;
-    const handler = handlers[call.name] as (
-      call: HostedCall["call"],
-    ) => Promise<Uint8Array | number | undefined>;
+    const handler = handlers[call.name] as (call: HostedCall["call"]) => Promise<HostedReply["value"]>;
     handler(call).then(
       (value) => {
+        const bytes = typeof value === "object" ? value.state : undefined;
         const transfer =
-          value instanceof Uint8Array &&
-          value.byteOffset === 0 &&
-          value.byteLength === value.buffer.byteLength;
+          bytes !== undefined && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
         post(
           { type: "reply", id, ...(value === undefined ? {} : { value }) },
-          transfer ? [value.buffer as ArrayBuffer] : undefined,
+          transfer ? [bytes.buffer as ArrayBuffer] : undefined,
         );
       },
       (error: unknown) =>

@@ -2,10 +2,10 @@ import { serialize } from "node:v8";
 import { MessageChannel, type MessagePort, type ResourceLimits, Worker } from "node:worker_threads";
 import type { FunctionSnapshotContext } from "../api/checkpointed-function.js";
 import { ErrorCode, OnceflowError } from "../errors/onceflow-error.js";
-import type { AttemptSubtask, SubtaskLiveness } from "../runtime/subtask.js";
+import type { AttemptSubtask, SubtaskCheckpointShare, SubtaskLiveness } from "../runtime/subtask.js";
 import type { HostedAttempt, SubtaskHost } from "../runtime/subtask-host.js";
 import { DEFAULT_CHANNEL_CAPACITY } from "./batch-channel.js";
-import type { HostedCall, HostedNotice, HostedReply } from "./hosted-messages.js";
+import type { HostedCall, HostedCheckpointShare, HostedNotice, HostedReply } from "./hosted-messages.js";
 import type { FromSubtaskThread, SubtaskThreadData } from "./thread-messages.js";
 
 // A thread whose subtask closed but that a client's socket keeps alive is terminated after this long.
@@ -247,15 +247,18 @@ class RemoteSubtask implements AttemptSubtask {
     return this.thread.liveness;
   }
 
-  async triggerCheckpoint(checkpoint: FunctionSnapshotContext, parallelism: number): Promise<Buffer> {
-    const bytes = (await this.thread.call({
+  async triggerCheckpoint(
+    checkpoint: FunctionSnapshotContext,
+    parallelism: number,
+  ): Promise<SubtaskCheckpointShare> {
+    const { state, timings } = (await this.thread.call({
       name: "trigger",
       checkpointId: checkpoint.checkpointId,
       checkpointTimestamp: checkpoint.checkpointTimestamp,
       isFinal: checkpoint.isFinal === true,
       parallelism,
-    })) as Uint8Array;
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    })) as HostedCheckpointShare;
+    return { state: Buffer.from(state.buffer, state.byteOffset, state.byteLength), timings };
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { type CheckpointTransactions, readSinkTransactions } from "../../checkpoint/checkpoint-contents.js";
 import type { CheckpointHistoryEntry } from "../../checkpoint/checkpoint-history-entries.js";
+import type { CheckpointPhases } from "../../checkpoint/checkpoint-phases.js";
 import type { CheckpointMetadata } from "../../checkpoint/checkpoint-storage.js";
 import {
   type CheckpointFileReport,
@@ -306,11 +307,26 @@ function totalBytes(metadata: CheckpointMetadata): number {
   return metadata.subtasks.reduce((sum, entry) => sum + entry.stateBytes, 0);
 }
 
+/** A completed checkpoint's phases, in whole milliseconds: where its time went. */
+function phasesDetail(phases: CheckpointPhases | undefined): string {
+  if (phases === undefined) return "";
+  const parts = [
+    `barrier ${Math.round(phases.barrierMs)}`,
+    ...(phases.alignmentMs > 0 ? [`alignment ${Math.round(phases.alignmentMs)}`] : []),
+    `snapshot ${Math.round(phases.snapshotMs)}`,
+    `pre-commit ${Math.round(phases.preCommitMs)}`,
+    `store ${Math.round(phases.storeMs)}`,
+    ...(phases.commitMs === undefined ? [] : [`then commit ${Math.round(phases.commitMs)}`]),
+    ...(phases.retainMs === undefined ? [] : [`retain ${Math.round(phases.retainMs)}`]),
+  ];
+  return ` (${parts.join(", ")})`;
+}
+
 /** The last column of a history row: what a person wants to know about the event. */
 function historyDetail(entry: CheckpointHistoryEntry, retained: boolean): string {
   switch (entry.kind) {
     case "completed":
-      return `${Math.max(0, entry.at - entry.triggeredAt)} ms, ${formatBytes(entry.sizeBytes)}${entry.isFinal ? ", final" : ""}, ${retained ? "retained" : "discarded"}`;
+      return `${Math.max(0, entry.at - entry.triggeredAt)} ms${phasesDetail(entry.phases)}, ${formatBytes(entry.sizeBytes)}${entry.isFinal ? ", final" : ""}, ${retained ? "retained" : "discarded"}`;
     case "failed":
       return `${entry.definitive ? "never restorable" : "fate unknown"}: ${entry.reason}`;
     case "restored":

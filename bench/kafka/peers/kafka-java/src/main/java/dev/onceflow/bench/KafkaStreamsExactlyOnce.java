@@ -10,9 +10,10 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
- * Kafka Streams with exactly_once_v2, one stream thread, a commit every second. It has no bounded
- * mode: it reports when it processed the expected records, and the driver waits until a
- * read_committed reader sees them all before it reads this process's CPU time.
+ * Kafka Streams with exactly_once_v2, one stream thread, a commit every second
+ * (BENCH_COMMIT_INTERVAL_MS in the environment sets another interval). It has no bounded mode: it
+ * reports when it processed the expected records, and the driver waits until a read_committed
+ * reader sees them all before it reads this process's CPU time.
  */
 public final class KafkaStreamsExactlyOnce {
   public static void main(String[] args) throws Exception {
@@ -26,7 +27,8 @@ public final class KafkaStreamsExactlyOnce {
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
     props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "1000");
+    String interval = System.getenv("BENCH_COMMIT_INTERVAL_MS");
+    props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, interval == null ? "1000" : interval);
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "1");
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
     props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
