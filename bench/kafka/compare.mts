@@ -34,6 +34,20 @@
 // --thread-young-generation <MiB> each subtask thread's maxYoungGenerationSizeMb in
 // onceflow-eos-threads (BENCH_THREAD_YOUNG_MB); --linger-ms <ms> the exactly-once KafkaSink's
 // lingerMs (BENCH_LINGER_MS, 0 allowed); unset, the defaults of the code.
+// The keyed pipeline (candidates named *-keyed*): Kafka → keyBy(user) → 1 s tumbling event-time
+// window count → Kafka, exactly-once — onceflow with keyBy (the exchange) and with
+// reinterpretAsKeyedStream (none), at parallelism 1, 2 in one thread and 2 in worker threads;
+// Flink (KafkaSource → keyBy → TumblingEventTimeWindows → aggregate → KafkaSink EXACTLY_ONCE) and
+// Kafka Streams (groupByKey → windowedBy → count → to, exactly_once_v2). Its input: record i is
+// user `u<i mod users>` (the record key; users a multiple of the partitions, so each user's records
+// are in one partition, as Kafka Streams' groupByKey and reinterpretAsKeyedStream require) with the
+// Kafka timestamp base + ⌊i / window-records⌋ s + a share of the second, ascending in each
+// partition. Its output is checked against the counts computed from the input: every (user,
+// window) once with its count (Kafka Streams emits updates: its last count of each), read_committed.
+// A run holds candidates of one pipeline only.
+// --baseline <checkout> adds the candidates `<onceflow candidate>@baseline`: the same candidate
+// script from another checkout, built (its node_modules resolve @onceflow/* to its own packages),
+// so that a change is measured against the build before it in the same run.
 // --cpu-prof <dir> runs the Node candidates (onceflow's, the kafkajs loop) under `node --cpu-prof --cpu-prof-dir=<dir>` (one
 // .cpuprofile per thread, worker threads included; NODE_OPTIONS may not carry --cpu-prof). The
 // profiler costs a few per cent, so leave it out of runs whose numbers are recorded.
@@ -77,12 +91,23 @@ const { values: args } = parseArgs({
     "linger-ms": { type: "string" },
     "broker-pid": { type: "string" },
     "cpu-prof": { type: "string" },
+    users: { type: "string", default: "1000" },
+    "window-records": { type: "string", default: "20000" },
+    baseline: { type: "string" },
   },
 });
 const RECORDS = Number(args.records);
 const PARTITIONS = Number(args.partitions);
 const ROUNDS = Number(args.rounds);
 const WORK = Number(args.work);
+const USERS = Number(args.users);
+const WINDOW_RECORDS = Number(args["window-records"]);
+if (!(Number.isInteger(USERS) && USERS > 0 && USERS % PARTITIONS === 0)) {
+  throw new Error(`--users must be a positive multiple of --partitions (${PARTITIONS}), not ${args.users}`);
+}
+if (!(Number.isInteger(WINDOW_RECORDS) && WINDOW_RECORDS > 0)) {
+  throw new Error(`--window-records must be an integer > 0, not ${args["window-records"]}`);
+}
 if (!Number.isInteger(WORK) || WORK < 0) throw new Error(`--work must be an integer ≥ 0, not ${args.work}`);
 for (const flag of ["prefetch-bytes", "thread-young-generation"] as const) {
   const value = args[flag];
@@ -130,7 +155,52 @@ function every50ms(launch: Launch): Launch {
   return { ...launch, env: { ...launch.env, BENCH_CHECKPOINT_INTERVAL_MS: "50" } };
 }
 
+/** onceflow's keyed candidate, in this thread (onceflow-keyed-job.mjs) or in worker threads. */
+function onceflowKeyed(keying: "key-group" | "split", parallelism: number, threads = false) {
+  return (input: string, output: string, dir: string): Launch => ({
+    command: process.execPath,
+    args: [
+      join(here, threads ? "candidates/onceflow-threads.mjs" : "candidates/onceflow-keyed-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      keying,
+      dir,
+      `cmp-${randomUUID().slice(0, 8)}`,
+      String(parallelism),
+      ...(threads ? ["keyed"] : []),
+    ],
+  });
+}
+
+/** The candidates of the keyed pipeline (see the top of this file); the others pass records through. */
+const keyedCandidates: Record<string, (input: string, output: string, dir: string) => Launch> = {
+  "onceflow-keyed": onceflowKeyed("key-group", 1),
+  "onceflow-keyed-reinterpret": onceflowKeyed("split", 1),
+  "onceflow-keyed-p2": onceflowKeyed("key-group", 2),
+  "onceflow-keyed-reinterpret-p2": onceflowKeyed("split", 2),
+  "onceflow-keyed-threads": onceflowKeyed("key-group", 2, true),
+  "onceflow-keyed-reinterpret-threads": onceflowKeyed("split", 2, true),
+  "flink-keyed": (input, output) =>
+    javaPeer("flink", "FlinkKeyedWindowCount", [
+      brokers.join(","),
+      input,
+      output,
+      `cmp-flink-${randomUUID().slice(0, 8)}`,
+    ]),
+  "kafka-streams-keyed": (input, output, dir) =>
+    javaPeer("kafka-java", "KafkaStreamsKeyedWindowCount", [
+      brokers.join(","),
+      input,
+      output,
+      String(RECORDS),
+      `cmp-streams-${randomUUID().slice(0, 8)}`,
+      dir,
+    ]),
+};
+
 const candidates: Record<string, (input: string, output: string, dir: string) => Launch> = {
+  ...keyedCandidates,
   "onceflow-eos": (input, output, dir) => ({
     command: process.execPath,
     args: [
@@ -218,13 +288,112 @@ const candidates: Record<string, (input: string, output: string, dir: string) =>
     javaPeer("kafka-java", "PlainLoop", [brokers.join(","), input, output, String(RECORDS)]),
 };
 
-/** N records of 100 bytes whose value starts with its id, so the output check finds duplicates. */
-function seed(topic: string): Promise<void> {
+const BASELINE = args.baseline;
+/** `name@baseline`: the candidate `name`'s script from the --baseline checkout. */
+function launcherOf(name: string): ((input: string, output: string, dir: string) => Launch) | undefined {
+  const [base, suffix] = name.split("@") as [string, string | undefined];
+  const launch = candidates[base];
+  if (suffix === undefined || launch === undefined) return launch;
+  if (suffix !== "baseline" || !base.startsWith("onceflow-")) return undefined;
+  if (BASELINE === undefined) throw new Error(`${name} needs --baseline <checkout>`);
+  const baselineHere = join(BASELINE, "bench", "kafka");
+  return (input, output, dir) => {
+    const launched = launch(input, output, dir);
+    const script = launched.args[0] as string;
+    const moved = join(baselineHere, script.slice(here.length));
+    if (!existsSync(moved)) throw new Error(`${moved} is missing: --baseline must be a checkout of onceflow`);
+    return { ...launched, args: [moved, ...launched.args.slice(1)] };
+  };
+}
+const isKeyed = (name: string) => (name.split("@")[0] as string) in keyedCandidates;
+
+/** The keyed input's user of record `id`, and the start of its 1 s event-time window. */
+const userOf = (id: number) => `u${id % USERS}`;
+const windowOf = (id: number, base: number) => base + Math.floor(id / WINDOW_RECORDS) * 1000;
+
+/**
+ * N records of 100 bytes whose value starts with its id, so the output check finds duplicates; for
+ * the keyed pipeline keyed by user, with event times from `base` (see the top of this file).
+ */
+function seed(topic: string, keyed: boolean, base: number): Promise<void> {
   return writeInput(kafka, topic, {
     count: RECORDS,
     partitions: PARTITIONS,
-    message: (id) => ({ value: `${id} `.padEnd(100, "x") }),
+    message: keyed
+      ? (id) => ({
+          key: userOf(id),
+          value: `${id} `.padEnd(100, "x"),
+          timestamp: String(windowOf(id, base) + Math.floor(((id % WINDOW_RECORDS) * 1000) / WINDOW_RECORDS)),
+        })
+      : (id) => ({ value: `${id} `.padEnd(100, "x") }),
   });
+}
+
+/** The count of each `<user> <window start>` the keyed pipeline should write for the input. */
+function expectedCounts(base: number): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (let id = 0; id < RECORDS; id++) {
+    const window = `${userOf(id)} ${windowOf(id, base)}`;
+    counts.set(window, (counts.get(window) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
+ * Reads the keyed pipeline's `topic` read_committed until every (user, window) has its expected
+ * count. `updates` (Kafka Streams): a window's count may come several times, growing; the last one
+ * counts. Otherwise each comes once: a second one, a wrong count or a stranger fails.
+ */
+async function verifyCounts(topic: string, expected: Map<string, number>, updates: boolean): Promise<void> {
+  const latest = new Map<string, number>();
+  let right = 0;
+  const consumer = kafka.consumer({
+    groupId: `compare-verify-${randomUUID()}`,
+    readUncommitted: false,
+    maxBytes: 16 * 1024 * 1024,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let fail: (error: Error) => void = () => {};
+  let succeed: () => void = () => {};
+  const complete = new Promise<void>((resolve, reject) => {
+    succeed = resolve;
+    fail = reject;
+  });
+  const timer = setTimeout(
+    () =>
+      fail(
+        new Error(`${topic}: only ${right} of ${expected.size} (user, window) counts right after 5 minutes`),
+      ),
+    300_000,
+  );
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      for (const message of batch.messages) {
+        const text = message.value?.toString("latin1") ?? "";
+        const space = text.lastIndexOf(" ");
+        const window = text.slice(0, space);
+        const count = Number(text.slice(space + 1));
+        const want = expected.get(window);
+        if (want === undefined) return fail(new Error(`${topic}: unexpected count ${text}`));
+        const before = latest.get(window);
+        if (before !== undefined && !updates) return fail(new Error(`${topic}: ${window} twice`));
+        if (count > want || (!updates && count !== want))
+          return fail(new Error(`${topic}: ${window} counted ${count}, the input has ${want}`));
+        if (before === want) right--;
+        if (count === want) right++;
+        latest.set(window, count);
+      }
+      if (right === expected.size) succeed();
+    },
+  });
+  try {
+    await complete;
+  } finally {
+    clearTimeout(timer);
+    await consumer.disconnect();
+  }
 }
 
 /** Reads `topic` read_committed until every id arrived; fails on a duplicate or a stranger. */
@@ -398,11 +567,16 @@ interface Measurement {
   brokerCpuSecondsPerMillion: number | undefined;
 }
 
-async function measure(name: string, input: string, round: number): Promise<Measurement> {
-  const launch = candidates[name];
+async function measure(
+  name: string,
+  input: string,
+  round: number,
+  expected: Map<string, number> | undefined,
+): Promise<Measurement> {
+  const launch = launcherOf(name);
   if (launch === undefined) throw new Error(`unknown candidate ${name}`);
-  const output = await createTopic(kafka, `cmp-${run}-${name}-${round}`, PARTITIONS);
-  const dir = await mkdtemp(join(tmpdir(), `cmp-${name}-`));
+  const output = await createTopic(kafka, `cmp-${run}-${name.replace("@", ".")}-${round}`, PARTITIONS);
+  const dir = await mkdtemp(join(tmpdir(), `cmp-${name.replace("@", ".")}-`));
   const { command, args: commandArgs, env } = launch(input, output, dir);
   const firstOutput = await watchFirstOutput(output);
   const started = Date.now();
@@ -469,7 +643,8 @@ async function measure(name: string, input: string, round: number): Promise<Meas
       ),
     ]);
     await firstOutput.stop();
-    await verify(output);
+    if (expected === undefined) await verify(output);
+    else await verifyCounts(output, expected, name.startsWith("kafka-streams"));
     const cpu = cpuSeconds(pid);
     child.stdin?.end();
     await exited;
@@ -528,6 +703,12 @@ function describeCandidateSettings(): string {
 }
 
 const names = (args.candidates as string).split(",");
+for (const name of names) if (launcherOf(name) === undefined) throw new Error(`unknown candidate ${name}`);
+const keyed = isKeyed(names[0] as string);
+if (names.some((name) => isKeyed(name) !== keyed)) {
+  throw new Error("a run holds candidates of one pipeline: the keyed ones (*-keyed*) or the others");
+}
+if (keyed && WORK > 0) throw new Error("--work is implemented by the pass-through pipeline only");
 if (
   (WORK > 0 || Object.keys(CANDIDATE_SETTINGS).length > 0) &&
   names.some((name) => !name.startsWith("onceflow-"))
@@ -537,26 +718,28 @@ if (
   );
 }
 const input = await createTopic(kafka, `cmp-${run}-input`, PARTITIONS);
-await seed(input);
+// Event time starts at the current second: a broker deletes records older than its retention.
+const base = Math.floor(Date.now() / 1000) * 1000;
+await seed(input, keyed, base);
+const expected = keyed ? expectedCounts(base) : undefined;
 console.log(
-  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${describeCandidateSettings()}; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
+  `${RECORDS.toLocaleString("en")} records of 100 bytes over ${PARTITIONS} partitions${keyed ? `, keyed by ${USERS} users, ${WINDOW_RECORDS.toLocaleString("en")} records per 1 s window (${expected?.size.toLocaleString("en")} counts to write)` : ""}; ${ROUNDS} rounds; candidates ${names.join(", ")}; work ${WORK} FNV-1a passes per record; ${describeCandidateSettings()}; ${CORES} cores; broker pid ${BROKER_PID ?? "unknown"}`,
 );
 const results = new Map<string, Measurement[]>(names.map((n) => [n, []]));
 for (let round = 0; round < ROUNDS; round++) {
   const order = names.map((_, i) => names[(i + round) % names.length] as string);
   for (const name of order) {
-    const m = await measure(name, input, round);
+    const m = await measure(name, input, round, expected);
     results.get(name)?.push(m);
     console.log(
       `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}, second tenth → last tenth ${drift(m.rssByTenthMiB[1], m.rssByTenthMiB[9])} (by tenth of the input: ${m.rssByTenthMiB.map((value) => mib(value)).join(" ")})  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
     );
   }
 }
-const reference = median(
-  (results.get("onceflow-eos") ?? results.get(names[0] as string) ?? []).map((m) => m.recordsPerSecond),
-);
+const referenceName = results.has("onceflow-eos") ? "onceflow-eos" : (names[0] as string);
+const reference = median((results.get(referenceName) ?? []).map((m) => m.recordsPerSecond));
 console.log(
-  "\n| system | records/s (median) | ratio to onceflow EOS | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak | RSS MiB, input's second tenth → last tenth | machine CPU busy % | candidate CPU % | broker CPU % | broker CPU-s per 1M records |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+  `\n| system | records/s (median) | ratio to ${referenceName} | CPU-s per 1M records (median) | s to first checkpoint | s to first output | RSS MiB at 1M / end of input / median / peak | RSS MiB, input's second tenth → last tenth | machine CPU busy % | candidate CPU % | broker CPU % | broker CPU-s per 1M records |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|`,
 );
 for (const [name, list] of results) {
   const rate = median(list.map((m) => m.recordsPerSecond));

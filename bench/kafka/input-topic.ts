@@ -18,8 +18,8 @@ export async function createTopic(kafka: Kafka, name: string, partitions: number
 }
 
 /**
- * Writes records `0 … count − 1` to `topic`, record `i` to partition `i % partitions`, its key and
- * value from `message(i)`.
+ * Writes records `0 … count − 1` to `topic`, record `i` to partition `i % partitions`, its key,
+ * value and timestamp (ms, as a string; unset, the producer's clock) from `message(i)`.
  */
 export async function writeInput(
   kafka: Kafka,
@@ -27,7 +27,7 @@ export async function writeInput(
   options: {
     count: number;
     partitions: number;
-    message: (id: number) => { key?: string; value: string | Buffer };
+    message: (id: number) => { key?: string; value: string | Buffer; timestamp?: string };
   },
 ): Promise<void> {
   const { count, partitions, message } = options;

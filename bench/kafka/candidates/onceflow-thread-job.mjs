@@ -1,11 +1,13 @@
 // The job of the `onceflow-eos-threads` candidate, built in each worker thread by
 // runSubtasksInThreads (see onceflow-threads.mjs): KafkaSource → map → KafkaSink, the same as
-// onceflow-job.mjs (BENCH_WORK passes of work per record too, work.mjs), at BENCH_PARALLELISM. Each
-// thread counts its own records (BENCH_CHECKPOINT_INTERVAL_MS: the checkpoint interval, default 1000) and, when its job ended, posts the count on a BroadcastChannel for
-// the main thread to add up.
+// onceflow-job.mjs (BENCH_WORK passes of work per record too, work.mjs), at BENCH_PARALLELISM, with
+// checkpoints every BENCH_CHECKPOINT_INTERVAL_MS (default 1000); with BENCH_PIPELINE=keyed, the keyed
+// pipeline of keyed-pipeline.mjs instead (BENCH_MODE its keying). Each thread counts its own records
+// and, when its job ended, posts the count on a BroadcastChannel for the main thread to add up.
 import { threadId } from "node:worker_threads";
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
+import { addKeyedPipeline } from "./keyed-pipeline.mjs";
 import { createReport } from "./report.mjs";
 import { work, workRounds } from "./work.mjs";
 
@@ -27,35 +29,47 @@ export function createJob(launch) {
     restartStrategy: { type: "none" },
     ...launch,
   });
-  job
-    .fromSource(
-      new KafkaSource({
-        brokers,
-        topics: [env.BENCH_INPUT],
-        startingOffsets: "earliest",
-        stoppingOffsets: "latest",
-        value: Deserializers.buffer(),
-        key: Deserializers.buffer(),
-        // compare.mts --prefetch-bytes; unset, the source's default.
-        ...(env.BENCH_PREFETCH_BYTES ? { maxPrefetchBytes: Number(env.BENCH_PREFETCH_BYTES) } : {}),
-      }),
-      { uid: "in" },
-    )
-    .map((record) => {
-      report.processed();
-      return work(record.value ?? Buffer.alloc(0), rounds);
-    })
-    .sinkTo(
-      new KafkaSink({
-        brokers,
-        topic: env.BENCH_OUTPUT,
-        deliveryGuarantee: env.BENCH_MODE,
-        transactionalIdPrefix: env.BENCH_PREFIX,
-        // compare.mts --linger-ms; unset, the sink's default.
-        ...(env.BENCH_LINGER_MS ? { lingerMs: Number(env.BENCH_LINGER_MS) } : {}),
-      }),
-      { uid: "out" },
-    );
+  if (env.BENCH_PIPELINE === "keyed") {
+    addKeyedPipeline(job, {
+      brokers,
+      input: env.BENCH_INPUT,
+      output: env.BENCH_OUTPUT,
+      prefix: env.BENCH_PREFIX,
+      keying: env.BENCH_MODE,
+      report,
+      factory: false,
+    });
+  } else {
+    job
+      .fromSource(
+        new KafkaSource({
+          brokers,
+          topics: [env.BENCH_INPUT],
+          startingOffsets: "earliest",
+          stoppingOffsets: "latest",
+          value: Deserializers.buffer(),
+          key: Deserializers.buffer(),
+          // compare.mts --prefetch-bytes; unset, the source's default.
+          ...(env.BENCH_PREFETCH_BYTES ? { maxPrefetchBytes: Number(env.BENCH_PREFETCH_BYTES) } : {}),
+        }),
+        { uid: "in" },
+      )
+      .map((record) => {
+        report.processed();
+        return work(record.value ?? Buffer.alloc(0), rounds);
+      })
+      .sinkTo(
+        new KafkaSink({
+          brokers,
+          topic: env.BENCH_OUTPUT,
+          deliveryGuarantee: env.BENCH_MODE,
+          transactionalIdPrefix: env.BENCH_PREFIX,
+          // compare.mts --linger-ms; unset, the sink's default.
+          ...(env.BENCH_LINGER_MS ? { lingerMs: Number(env.BENCH_LINGER_MS) } : {}),
+        }),
+        { uid: "out" },
+      );
+  }
   const execute = job.execute.bind(job);
   job.execute = async () => {
     try {

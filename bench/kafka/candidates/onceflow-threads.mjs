@@ -1,12 +1,16 @@
 // The `onceflow-eos-threads` candidate: onceflow-job.mjs's pipeline at parallelism P, each subtask
 // in a worker thread of this one process (runSubtasksInThreads). The threads count their own
 // records (onceflow-thread-job.mjs); this main thread adds their counts up and reports the total.
+// With `keyed` last, the threads run the keyed pipeline (keyed-pipeline.mjs) instead, and the mode
+// is its keying: key-group (keyBy) or split (reinterpretAsKeyedStream).
 //   node onceflow-threads.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> <parallelism>
+//   node onceflow-threads.mjs <brokers> <input> <output> <key-group|split> <checkpoint dir> <prefix> <parallelism> keyed
 import { runSubtasksInThreads } from "@onceflow/core";
 import { REPORT_CHANNEL } from "./onceflow-thread-job.mjs";
 import { createReport, watchFirstCheckpoint } from "./report.mjs";
 
-const [brokers, input, output, mode, directory, prefix, parallelism] = process.argv.slice(2);
+const [brokers, input, output, mode, directory, prefix, parallelism, pipeline = "passthrough"] =
+  process.argv.slice(2);
 // Worker threads get a copy of this environment when they start.
 Object.assign(process.env, {
   BENCH_BROKERS: brokers,
@@ -16,6 +20,7 @@ Object.assign(process.env, {
   BENCH_CHECKPOINTS: directory,
   BENCH_PREFIX: prefix,
   BENCH_PARALLELISM: parallelism,
+  BENCH_PIPELINE: pipeline,
 });
 const report = createReport();
 const channel = new BroadcastChannel(REPORT_CHANNEL);
