@@ -192,11 +192,12 @@ describe("keyBy refuses what it would get wrong", () => {
     expect(() => build({ parallelism: 4, maxParallelism: 2 })).toThrow(/above maxParallelism 2/);
   });
 
-  it("one subtask per process with keyBy fails at start and names reinterpretAsKeyedStream", async () => {
+  it("one subtask per process with keyBy and no exchange fails at start, naming the exchange option and reinterpretAsKeyedStream", async () => {
     const error = await build({ parallelism: 2, subtaskIndex: 0 })
       .execute()
       .catch((caught: unknown) => caught);
     expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/exchange: kafkaRepartitionExchange\(\{ brokers \}\)/);
     expect(String(error)).toMatch(/reinterpretAsKeyedStream/);
   });
 });
