@@ -134,6 +134,14 @@ describe("keyBy across processes through a Kafka repartition topic", { timeout: 
     for (const child of processes) await child.waitFor(/^DONE end-of-input/, 120_000);
     const records = await readAll(output, { expected: 6, timeoutMs: 10_000 });
     expect(records.map((record) => record.value).sort()).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
+    const purged = await logStartOffsets(repartitionTopicName(env.JOB_ID, "counts"));
+    expect({
+      purged: purged > 0,
+      stderr: purged > 0 ? "" : processes.map((child) => child.stderr).join("\n"),
+    }).toEqual({
+      purged: true,
+      stderr: "",
+    });
   });
 
   it("without an exchange configured, one process per subtask with keyBy fails at start saying what to add", async () => {
@@ -166,7 +174,10 @@ describe("keyBy across processes through a Kafka repartition topic", { timeout: 
       // Let the records cross, then stop every process with a final checkpoint (SIGTERM).
       await sleep(4000);
       for (const child of processes) child.process.kill("SIGTERM");
-      for (const child of processes) expect((await child.exited).code).toBe(0);
+      for (const child of processes) {
+        const { code } = await child.exited;
+        expect({ code, stderr: code === 0 ? "" : child.stderr }).toEqual({ code: 0, stderr: "" });
+      }
     }
     // The last run again, with a record far ahead in event time on every partition: every window
     // of the input closes.

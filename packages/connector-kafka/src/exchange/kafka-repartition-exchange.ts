@@ -230,10 +230,11 @@ class RepartitionReader implements SourceReader<ExchangeRecord, KafkaPartitionSp
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     await this.inner.notifyCheckpointComplete?.(checkpointId);
+    // The newest snapshot at or below the completed checkpoint covers every older one.
     let covered: Array<{ partition: number; offset: string }> | undefined;
-    for (const id of [...this.pendingPurges.keys()]) {
+    for (const [id, offsets] of [...this.pendingPurges]) {
       if (id > checkpointId) continue;
-      if (id === checkpointId || covered === undefined) covered = this.pendingPurges.get(id);
+      covered = offsets;
       this.pendingPurges.delete(id);
     }
     if (covered === undefined || this.kafka === undefined) return;
@@ -263,6 +264,8 @@ async function purgeRecords(
   const admin = kafka.admin();
   try {
     await admin.connect();
+    // kafkajs' deleteTopicRecords needs the topic's metadata loaded first.
+    await admin.fetchTopicMetadata({ topics: [topic] });
     await admin.deleteTopicRecords({ topic, partitions: [...partitions] });
   } catch (error) {
     logger.warn(

@@ -103,8 +103,9 @@ export interface JobOptions {
    * How records after `keyBy` reach subtasks that run in other processes (one process per subtask,
    * `subtaskIndex` set, parallelism above 1): a durable exactly-once transport, such as
    * `kafkaRepartitionExchange({ brokers })` from `@onceflow/connector-kafka`. Needs checkpointing.
-   * Without it such a job is refused at start. Unused when this process runs every subtask (the
-   * exchange is then in memory).
+   * Without it such a job is refused at start. Used whenever `subtaskIndex` is set, at parallelism
+   * 1 too (so that a rescale to 1 still reads and commits what is in transit); unused when this
+   * process runs every subtask (the exchange is then in memory).
    */
   readonly exchange?: CrossProcessExchange;
 }
@@ -706,8 +707,8 @@ export class Job {
   private resolveExecutionNodes(): readonly StreamNode[] {
     const exchange = this.options.exchange;
     const nodes = this.graph.nodes;
-    if (exchange === undefined || this.options.subtaskIndex === undefined || this.parallelism === 1)
-      return nodes;
+    // At parallelism 1 too: a rescale to 1 must still commit and read what is in the exchange.
+    if (exchange === undefined || this.options.subtaskIndex === undefined) return nodes;
     if (!nodes.some((node) => node.exchange !== undefined)) return nodes;
     if (!this.options.checkpointing) {
       throw new ConfigurationError(
