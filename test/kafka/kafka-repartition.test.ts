@@ -193,4 +193,44 @@ describe("keyBy across processes through a Kafka repartition topic", { timeout: 
     });
     expect(await logStartOffsets(repartitionTopicName(jobId, "counts"))).toBeGreaterThan(0);
   });
+
+  it("SIGKILLed processes, restarted in any order: every (key, window) count exactly right", async () => {
+    const { input, output, env } = await setup("repartition-kill", 3);
+    const keys = 7;
+    const windowMs = 100;
+    const total = 2400;
+    const runEnv = { ...env, MODE: "window", WINDOW_MS: String(windowMs), INTERVAL: "150" };
+    const processes = await startAll(runEnv, 2);
+    for (const child of processes) await child.waitFor(/^STARTED/);
+    const producing = produceSlowly(input, events(0, total, keys), {
+      perTick: 30,
+      tickMs: 100,
+      partitions: 3,
+    });
+    // Kill one subtask, the other, or both, at times that fall into every phase of the checkpoints
+    // (150 ms apart: snapshot, pre-commit, commit, recovery of a restarted process).
+    const victims = [[0], [1], [0, 1], [1], [1, 0], [0]];
+    let kills = 0;
+    for (const [round, victimsOfRound] of victims.entries()) {
+      await sleep(1500 + ((round * 733) % 1700));
+      for (const subtask of victimsOfRound) {
+        await processes[subtask]!.kill("SIGKILL");
+        kills++;
+      }
+      for (const subtask of [...victimsOfRound].reverse())
+        processes[subtask] = startSubtask(runEnv, subtask, 2);
+    }
+    await producing;
+    const closing = Array.from({ length: 3 }, (_, partition) => ({
+      value: JSON.stringify({ key: "end", t: 1e9 }),
+      partition,
+    }));
+    await produce(input, closing);
+    expect(kills).toBe(8);
+    await expectWindowCounts(output, windowCounts(events(0, total, keys), windowMs), 120_000).catch(
+      (error) => {
+        throw new Error(`${String(error)}\nstderr: ${processes.map((child) => child.stderr).join("\n")}`);
+      },
+    );
+  });
 });
