@@ -113,6 +113,31 @@ async function expectWindowCounts(output: string, reference: Map<string, number>
   });
 }
 
+/**
+ * A running count per key, committed: for a key with n records, exactly `key=1` … `key=n`, each once
+ * — a record lost or doubled anywhere (input, exchange, output) changes the set.
+ */
+async function expectRunningCounts(output: string, values: string[]) {
+  const expected: string[] = [];
+  const counts = new Map<string, number>();
+  for (const value of values) {
+    const { key } = JSON.parse(value) as { key: string };
+    const count = (counts.get(key) ?? 0) + 1;
+    counts.set(key, count);
+    expected.push(`${key}=${count}`);
+  }
+  const records = await readAll(output, { expected: expected.length, timeoutMs: 120_000 });
+  const got = records.map((record) => record.value ?? "");
+  const missing = expected.filter((row) => !got.includes(row));
+  const seen = new Set<string>();
+  const doubled = got.filter((row) => seen.has(row) || !seen.add(row));
+  expect({ missing: missing.slice(0, 5), doubled: doubled.slice(0, 5), total: got.length }).toEqual({
+    missing: [],
+    doubled: [],
+    total: expected.length,
+  });
+}
+
 /** Sum over partitions of the repartition topic's log start offsets: above 0 once records are purged. */
 async function logStartOffsets(topic: string): Promise<number> {
   return withAdmin(async (admin) => {
@@ -194,43 +219,53 @@ describe("keyBy across processes through a Kafka repartition topic", { timeout: 
     expect(await logStartOffsets(repartitionTopicName(jobId, "counts"))).toBeGreaterThan(0);
   });
 
-  it("SIGKILLed processes, restarted in any order: every (key, window) count exactly right", async () => {
-    const { input, output, env } = await setup("repartition-kill", 3);
-    const keys = 7;
-    const windowMs = 100;
-    const total = 2400;
-    const runEnv = { ...env, MODE: "window", WINDOW_MS: String(windowMs), INTERVAL: "150" };
-    const processes = await startAll(runEnv, 2);
-    for (const child of processes) await child.waitFor(/^STARTED/);
-    const producing = produceSlowly(input, events(0, total, keys), {
-      perTick: 30,
-      tickMs: 100,
-      partitions: 3,
-    });
-    // Kill one subtask, the other, or both, at times that fall into every phase of the checkpoints
-    // (150 ms apart: snapshot, pre-commit, commit, recovery of a restarted process).
-    const victims = [[0], [1], [0, 1], [1], [1, 0], [0]];
-    let kills = 0;
-    for (const [round, victimsOfRound] of victims.entries()) {
-      await sleep(1500 + ((round * 733) % 1700));
-      for (const subtask of victimsOfRound) {
-        await processes[subtask]!.kill("SIGKILL");
-        kills++;
+  // Each restarted process is killed only after it completed a checkpoint of its own, at a delay
+  // that moves through the 150 ms checkpoint cycle (snapshot, pre-commit, commit).
+  it.each(["count", "window"] as const)(
+    "SIGKILLed processes, restarted in any order: every %s exactly right",
+    async (mode) => {
+      const { input, output, env } = await setup(`repartition-kill-${mode}`, 3);
+      const keys = 7;
+      const windowMs = 100;
+      const total = 2400;
+      const runEnv = { ...env, MODE: mode, WINDOW_MS: String(windowMs), INTERVAL: "150" };
+      const processes = await startAll(runEnv, 2);
+      for (const child of processes) await child.waitFor(/^CHECKPOINT /);
+      const producing = produceSlowly(input, events(0, total, keys), {
+        perTick: 20,
+        tickMs: 100,
+        partitions: 3,
+      });
+      const victims = [[0], [1], [0, 1], [1], [1, 0], [0]];
+      let kills = 0;
+      for (const [round, victimsOfRound] of victims.entries()) {
+        await sleep(400 + ((round * 337) % 900));
+        for (const subtask of victimsOfRound) {
+          await processes[subtask]!.kill("SIGKILL");
+          kills++;
+        }
+        for (const subtask of [...victimsOfRound].reverse())
+          processes[subtask] = startSubtask(runEnv, subtask, 2);
+        for (const subtask of victimsOfRound) await processes[subtask]!.waitFor(/^CHECKPOINT /, 90_000);
       }
-      for (const subtask of [...victimsOfRound].reverse())
-        processes[subtask] = startSubtask(runEnv, subtask, 2);
-    }
-    await producing;
-    const closing = Array.from({ length: 3 }, (_, partition) => ({
-      value: JSON.stringify({ key: "end", t: 1e9 }),
-      partition,
-    }));
-    await produce(input, closing);
-    expect(kills).toBe(8);
-    await expectWindowCounts(output, windowCounts(events(0, total, keys), windowMs), 120_000).catch(
-      (error) => {
-        throw new Error(`${String(error)}\nstderr: ${processes.map((child) => child.stderr).join("\n")}`);
-      },
-    );
-  });
+      await producing;
+      const all = events(0, total, keys);
+      const stderr = () => processes.map((child) => child.stderr).join("\n");
+      if (mode === "count") {
+        await expectRunningCounts(output, all).catch((error) => {
+          throw new Error(`${String(error)}\nstderr: ${stderr()}`);
+        });
+      } else {
+        const closing = Array.from({ length: 3 }, (_, partition) => ({
+          value: JSON.stringify({ key: "end", t: 1e9 }),
+          partition,
+        }));
+        await produce(input, closing);
+        await expectWindowCounts(output, windowCounts(all, windowMs), 120_000).catch((error) => {
+          throw new Error(`${String(error)}\nstderr: ${stderr()}`);
+        });
+      }
+      expect(kills).toBe(8);
+    },
+  );
 });
