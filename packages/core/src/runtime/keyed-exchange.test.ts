@@ -202,6 +202,31 @@ describe("keyBy refuses what it would get wrong", () => {
   });
 });
 
+describe("an exchange between processes", () => {
+  it("needs checkpointing: without it the job fails at start saying so", async () => {
+    const job = new Job({
+      jobId: "exchange-without-checkpoints",
+      parallelism: 2,
+      subtaskIndex: 0,
+      restartStrategy: { type: "none" },
+      exchange: {
+        name: "test exchange",
+        channel: () => {
+          throw new Error("not reached: the job is refused before the exchange is set up");
+        },
+      },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 10, generate: (i) => `k${i}` }), { uid: "keys" })
+      .keyBy((key) => key)
+      .process(() => new CountPerKey(), { uid: "count" })
+      .sinkTo(new CollectedOutput<string>().sinkFactory(), { uid: "out" });
+    const error = await job.execute().catch((caught: unknown) => caught);
+    expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/turn checkpointing on/);
+  });
+});
+
 describe("checkpoints across the exchange", () => {
   it("a restart from checkpoints taken while batches cross the exchange keeps every key's count exact", async () => {
     const records = 30_000;
