@@ -16,6 +16,8 @@ import {
 } from "./helpers/kafka.js";
 
 // One process per subtask: every keyed record crosses processes through the repartition topic.
+// Child processes, a topic of 128 partitions created at the first start, and kills: minutes a test
+// on a loaded two-core machine, hence the long timeout.
 const fixture = fileURLToPath(new URL("./fixtures/repartition-job.ts", import.meta.url));
 const children: ChildJob[] = [];
 const dirs: string[] = [];
@@ -146,7 +148,7 @@ async function logStartOffsets(topic: string): Promise<number> {
   });
 }
 
-describe("keyBy across processes through a Kafka repartition topic", { timeout: 240_000 }, () => {
+describe("keyBy across processes through a Kafka repartition topic", { timeout: 420_000 }, () => {
   it("a key on two partitions, one process per subtask: one count of 6 for the whole job", async () => {
     const { input, output, env } = await setup("repartition-count", 2);
     for (const partition of [0, 1]) {
