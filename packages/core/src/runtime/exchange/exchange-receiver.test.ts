@@ -89,12 +89,26 @@ describe("the keyed side of an exchange between processes", () => {
     });
     inner.queue.push({ splitId: "1", records: [control(1, 0, Infinity, { ended: true })] });
     await reader.pollNext();
-    expect(reader.eventTime().idle).toBe(true);
+    expect(reader.eventTime()).toEqual({ watermark: 0, idle: true });
     expect(reader.isFinished()).toBe(false);
     inner.queue.push({ splitId: "0", records: [control(0, 1, Infinity, { ended: true })] });
     inner.queue.push({ splitId: "1", records: [control(1, 1, Infinity, { ended: true })] });
     await reader.pollNext();
     expect(reader.isFinished()).toBe(true);
+  });
+
+  it("when every sender is idle, is idle at the highest watermark they reached", async () => {
+    const { reader, inner } = await readerWith();
+    inner.queue.push({
+      splitId: "0",
+      records: [control(0, 0, 900, { idle: true }), control(0, 1, 0, { idle: true })],
+    });
+    inner.queue.push({
+      splitId: "1",
+      records: [control(1, 0, 900, { idle: true }), control(1, 1, 0, { idle: true })],
+    });
+    await reader.pollNext();
+    expect(reader.eventTime()).toEqual({ watermark: 900, idle: true });
   });
 
   it("after a rescale, counts old senders until the new parallelism's first control record in a key group", async () => {

@@ -140,19 +140,22 @@ export class ChannelReader implements SourceReader<unknown, ChannelSplit> {
 
   /**
    * The keyed side's event time: the minimum over this subtask's key groups and every sender of
-   * each (one that has not written yet counts as `-Infinity`); idle and ended senders are left out,
-   * and when all are, the input is idle.
+   * each (one that has not written yet counts as `-Infinity`); idle and ended senders are left out.
+   * When every sender left is idle, the input is idle at the highest of their watermarks — what
+   * Flink's `StatusWatermarkValve` emits when all its channels are idle.
    */
   eventTime(): { watermark: number; idle: boolean } {
     let watermark = Infinity;
     let active = 0;
     let idle = 0;
+    let highestIdle = -Infinity;
     for (const progress of this.progress.values()) {
       for (const sender of this.sendersOf(progress)) {
         const known = progress.senders.get(sender);
         if (known?.ended) continue;
         if (known?.idle) {
           idle++;
+          if (known.watermark > highestIdle) highestIdle = known.watermark;
           continue;
         }
         active++;
@@ -160,7 +163,7 @@ export class ChannelReader implements SourceReader<unknown, ChannelSplit> {
         if (value < watermark) watermark = value;
       }
     }
-    if (active === 0) return { watermark: idle > 0 ? -Infinity : Infinity, idle: idle > 0 };
+    if (active === 0) return { watermark: idle > 0 ? highestIdle : Infinity, idle: idle > 0 };
     return { watermark, idle: false };
   }
 
@@ -250,12 +253,16 @@ export class ExchangeReceiverOperator extends SourceOperator {
     const reader = this.channelReaders.current;
     if (this.finished || !reader) return progressed;
     const { watermark, idle } = reader.eventTime();
-    await this.emitIdleness(idle);
-    if (!idle && watermark > this.emittedChannelWatermark && watermark < Infinity) {
+    // Active before the watermark moves (an idle input's watermark is not taken downstream), and
+    // idle again only after it: senders that all went idle still carry event time to where they were.
+    const advances = watermark > this.emittedChannelWatermark && watermark < Infinity;
+    if (!idle || advances) await this.emitIdleness(false);
+    if (advances) {
       this.emittedChannelWatermark = watermark;
       this.currentWatermark = watermark;
       await this.emitWatermark(watermark);
     }
+    if (idle) await this.emitIdleness(true);
     return progressed;
   }
 }
