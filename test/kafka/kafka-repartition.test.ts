@@ -222,6 +222,23 @@ describe("keyBy across processes through a Kafka repartition topic", { timeout: 
     expect(await logStartOffsets(repartitionTopicName(jobId, "counts"))).toBeGreaterThan(0);
   });
 
+  it("an idle sender does not hold event time back on the keyed side: windows fire", async () => {
+    const { input, output, env } = await setup("repartition-idle", 2);
+    const runEnv = { ...env, MODE: "window", WINDOW_MS: "100", IDLENESS_MS: "500" };
+    const processes = await startAll(runEnv, 2);
+    for (const child of processes) await child.waitFor(/^CHECKPOINT /);
+    // Partition 1 (read by one subtask) stays empty; its sender goes idle after 500 ms.
+    const values = events(0, 200, 3);
+    await produce(
+      input,
+      values.map((value) => ({ value, partition: 0 })),
+    );
+    await produce(input, [{ value: JSON.stringify({ key: "end", t: 1e9 }), partition: 0 }]);
+    await expectWindowCounts(output, windowCounts(values, 100), 90_000).catch((error) => {
+      throw new Error(`${String(error)}\nstderr: ${processes.map((child) => child.stderr).join("\n")}`);
+    });
+  });
+
   // Each restarted process is killed only after it completed a checkpoint of its own, at a delay
   // that moves through the 150 ms checkpoint cycle (snapshot, pre-commit, commit).
   it.each(["count", "window"] as const)(

@@ -97,6 +97,24 @@ describe("the keyed side of an exchange between processes", () => {
     expect(reader.isFinished()).toBe(true);
   });
 
+  it("a sender idle in one key group but active in another holds event time back in both", async () => {
+    const { reader, inner } = await readerWith();
+    inner.queue.push({
+      splitId: "0",
+      records: [control(0, 0, 10, { idle: true }), control(0, 1, 10, { idle: true })],
+    });
+    inner.queue.push({
+      splitId: "1",
+      records: [control(1, 0, 10, { idle: true }), control(1, 1, 10, { idle: true })],
+    });
+    await reader.pollNext();
+    // Sender 0 resumed: its newer control record is read in key group 0, not yet in key group 1,
+    // where its records may be ahead.
+    inner.queue.push({ splitId: "0", records: [control(0, 0, 900)] });
+    await reader.pollNext();
+    expect(reader.eventTime()).toEqual({ watermark: 10, idle: false });
+  });
+
   it("when every sender is idle, is idle at the highest watermark they reached", async () => {
     const { reader, inner } = await readerWith();
     inner.queue.push({

@@ -140,11 +140,21 @@ export class ChannelReader implements SourceReader<unknown, ChannelSplit> {
 
   /**
    * The keyed side's event time: the minimum over this subtask's key groups and every sender of
-   * each (one that has not written yet counts as `-Infinity`); idle and ended senders are left out.
-   * When every sender left is idle, the input is idle at the highest of their watermarks — what
-   * Flink's `StatusWatermarkValve` emits when all its channels are idle.
+   * each (one that has not written yet counts as `-Infinity`). Ended senders are left out, and so
+   * is a sender idle (`withIdleness`) in every key group here; one idle in some key groups only may
+   * have records ahead in the others, so all of its key groups count. When every sender left is
+   * idle, the input is idle at the highest of their watermarks — what Flink's `StatusWatermarkValve`
+   * does when all its channels are idle.
    */
   eventTime(): { watermark: number; idle: boolean } {
+    const idleEverywhere = new Map<number, boolean>();
+    for (const progress of this.progress.values()) {
+      for (const sender of this.sendersOf(progress)) {
+        const known = progress.senders.get(sender);
+        if (known?.ended) continue;
+        idleEverywhere.set(sender, (idleEverywhere.get(sender) ?? true) && known?.idle === true);
+      }
+    }
     let watermark = Infinity;
     let active = 0;
     let idle = 0;
@@ -153,13 +163,13 @@ export class ChannelReader implements SourceReader<unknown, ChannelSplit> {
       for (const sender of this.sendersOf(progress)) {
         const known = progress.senders.get(sender);
         if (known?.ended) continue;
-        if (known?.idle) {
+        const value = known?.watermark ?? -Infinity;
+        if (idleEverywhere.get(sender)) {
           idle++;
-          if (known.watermark > highestIdle) highestIdle = known.watermark;
+          if (value > highestIdle) highestIdle = value;
           continue;
         }
         active++;
-        const value = known?.watermark ?? -Infinity;
         if (value < watermark) watermark = value;
       }
     }
