@@ -7,6 +7,9 @@ export { KafkaDeliveryTimeoutError } from "./errors/kafka-delivery-timeout-error
 export type { KafkaRecordRejectedDetails } from "./errors/kafka-record-rejected-error.js";
 export { KafkaRecordRejectedError } from "./errors/kafka-record-rejected-error.js";
 export { KafkaPrefixClaimedError } from "./errors/prefix-claimed-error.js";
+export type { KafkaRepartitionExchangeOptions } from "./exchange/kafka-repartition-exchange.js";
+export { kafkaRepartitionExchange, repartitionTopicName } from "./exchange/kafka-repartition-exchange.js";
+export type { RepartitionCodec } from "./exchange/repartition-records.js";
 export type { ClientOptions as KafkaClientOptions } from "./internal/client.js";
 export type { SocketFactory as KafkaSocketFactory } from "./internal/kafkajs/response-socket.js";
 export { responseSocketFactory } from "./internal/kafkajs/response-socket.js";

@@ -112,6 +112,14 @@ export { createMemoryMetrics, MetricNames, noopMetrics } from "./observability/m
 export { teeMetrics } from "./observability/tee-metrics.js";
 export type { KeyedProcessFunctionFactory, OperatorOptions } from "./runtime/data-stream.js";
 export { DataStream, KeyedStream, WindowedStream } from "./runtime/data-stream.js";
+export type {
+  CrossProcessExchange,
+  ExchangeChannel,
+  ExchangeChannelSpec,
+  ExchangeControlRecord,
+  ExchangeDataRecord,
+  ExchangeRecord,
+} from "./runtime/exchange/cross-process-exchange.js";
 // Jobs
 export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
 export { Job } from "./runtime/job.js";

@@ -34,8 +34,9 @@ export class ChildJob {
     this.exited = new Promise((resolve) => process.on("exit", (code, signal) => resolve({ code, signal })));
   }
 
-  static start(env: Record<string, string>): ChildJob {
-    const child = spawn(process.execPath, ["--import", "tsx", fixture], {
+  /** Starts `script` (default: the Kafka → Kafka fixture) with `env` added to this process's. */
+  static start(env: Record<string, string>, script: string = fixture): ChildJob {
+    const child = spawn(process.execPath, ["--import", "tsx", script], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -16,6 +16,8 @@ import type { Source, SourceSplit } from "../source/source.js";
 import { checkMaxParallelism, DEFAULT_MAX_PARALLELISM } from "../state/key-groups.js";
 import type { WatermarkStrategy } from "../time/watermark-strategy.js";
 import { DataStream, type OperatorOptions } from "./data-stream.js";
+import type { CrossProcessExchange } from "./exchange/cross-process-exchange.js";
+import { crossProcessNodes } from "./exchange/cross-process-graph.js";
 import { checkExchangeIsLocal, createLocalOperators } from "./exchange/local-exchange.js";
 import { countJobExecution } from "./job-executions.js";
 import { type JobStatus, JobStatusTracker } from "./job-status.js";
@@ -94,6 +96,15 @@ export interface JobOptions {
   readonly metrics?: Metrics;
   /** Stop with a final checkpoint on SIGTERM/SIGINT (default false; the CLI turns it on). */
   readonly handleSignals?: boolean;
+  /**
+   * How records after `keyBy` reach subtasks that run in other processes (one process per subtask,
+   * `subtaskIndex` set, parallelism above 1): a durable exactly-once transport, such as
+   * `kafkaRepartitionExchange({ brokers })` from `@onceflow/connector-kafka`. Needs checkpointing.
+   * Without it such a job is refused at start. Used whenever `subtaskIndex` is set, at parallelism
+   * 1 too (so that a rescale to 1 still reads and commits what is in transit); unused when this
+   * process runs every subtask (the exchange is then in memory).
+   */
+  readonly exchange?: CrossProcessExchange;
 }
 
 /**
@@ -163,6 +174,8 @@ const PERMANENT_CODES = new Set([
 export class Job {
   readonly jobId: string;
   private readonly graph = new StreamGraph();
+  /** The graph as this process runs it (with the exchange between processes cut in), from execute(). */
+  private executionNodes: readonly StreamNode[] | undefined;
   private readonly options: JobOptions;
   private readonly logger: Logger;
   private metrics: Metrics;
@@ -276,7 +289,13 @@ export class Job {
     if (!this.graph.nodes.some((node) => node.kind === "sink")) {
       throw new ConfigurationError("job", "has no sink; add one with `sinkTo`");
     }
-    checkExchangeIsLocal(this.graph.nodes, this.parallelism, this.options.subtaskIndex);
+    checkExchangeIsLocal(
+      this.graph.nodes,
+      this.parallelism,
+      this.options.subtaskIndex,
+      this.options.exchange !== undefined,
+    );
+    this.executionNodes = this.resolveExecutionNodes();
     this.running = true;
     this.tracker.started();
     const removeSignalHandlers = this.options.handleSignals ? this.installSignalHandlers() : () => {};
@@ -548,7 +567,7 @@ export class Job {
         host !== undefined
           ? { operatorsOf: new Map(), exchange: undefined }
           : createLocalOperators(
-              this.graph.nodes,
+              this.nodes(),
               this.localSubtasks,
               (subtaskIndex) => this.creationContext(subtaskIndex),
               (subtaskIndex) =>
@@ -681,7 +700,7 @@ export class Job {
     setting: RestoreSetting,
   ): Promise<RestorePlan> {
     const sources = new Map(
-      this.graph.nodes.flatMap((node) => (node.source ? [[node.uid, node.source] as const] : [])),
+      this.nodes().flatMap((node) => (node.source ? [[node.uid, node.source] as const] : [])),
     );
     if (!this.storage || !this.options.checkpointing) {
       return {
@@ -726,7 +745,7 @@ export class Job {
   } {
     return {
       jobId: this.jobId,
-      claimedUids: this.graph.nodes.map((node) => node.uid),
+      claimedUids: this.nodes().map((node) => node.uid),
       allowNonRestoredState: this.options.allowNonRestoredState === true,
       logger: this.logger,
     };
@@ -782,6 +801,31 @@ export class Job {
     }
   }
 
+  /** The operators as this process runs them. */
+  private nodes(): readonly StreamNode[] {
+    return this.executionNodes ?? this.graph.nodes;
+  }
+
+  // One process per subtask with a keyBy: the exchange between processes is cut into the graph.
+  private resolveExecutionNodes(): readonly StreamNode[] {
+    const exchange = this.options.exchange;
+    const nodes = this.graph.nodes;
+    // At parallelism 1 too: a rescale to 1 must still commit and read what is in the exchange.
+    if (exchange === undefined || this.options.subtaskIndex === undefined) return nodes;
+    if (!nodes.some((node) => node.exchange !== undefined)) return nodes;
+    if (!this.options.checkpointing) {
+      throw new ConfigurationError(
+        "exchange",
+        `(${exchange.name}) writes exactly once, with transactions committed by checkpoints; turn checkpointing on, e.g. \`checkpointing: { interval: 1000 }\``,
+      );
+    }
+    return crossProcessNodes(nodes, exchange, {
+      jobId: this.jobId,
+      maxParallelism: this.maxParallelism,
+      parallelism: this.parallelism,
+    });
+  }
+
   private creationContext(subtaskIndex: number): OperatorCreationContext {
     return {
       subtaskIndex,
@@ -805,7 +849,7 @@ export class Job {
     for (const [subtaskIndex, bytes] of states) {
       const snapshot = deserialize(bytes) as SubtaskSnapshot;
       for (const [uid, operator] of Object.entries(snapshot.operators)) {
-        const source = this.graph.nodes.find((node) => node.uid === uid)?.source;
+        const source = this.nodes().find((node) => node.uid === uid)?.source;
         for (const entry of operator.splits ?? []) {
           const split = source?.splitSerializer
             ? source.splitSerializer.deserialize(entry.bytes)
@@ -815,7 +859,7 @@ export class Job {
       }
     }
     return {
-      operators: this.graph.nodes.map((node) => ({ uid: node.uid, kind: node.kind })),
+      operators: this.nodes().map((node) => ({ uid: node.uid, kind: node.kind })),
       splits,
       // Tells a later run that restores this checkpoint that its bounded input had ended.
       ...(this.inputEnded ? { endedBy: "end-of-input" } : {}),

@@ -192,12 +192,38 @@ describe("keyBy refuses what it would get wrong", () => {
     expect(() => build({ parallelism: 4, maxParallelism: 2 })).toThrow(/above maxParallelism 2/);
   });
 
-  it("one subtask per process with keyBy fails at start and names reinterpretAsKeyedStream", async () => {
+  it("one subtask per process with keyBy and no exchange fails at start, naming the exchange option and reinterpretAsKeyedStream", async () => {
     const error = await build({ parallelism: 2, subtaskIndex: 0 })
       .execute()
       .catch((caught: unknown) => caught);
     expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/exchange: kafkaRepartitionExchange\(\{ brokers \}\)/);
     expect(String(error)).toMatch(/reinterpretAsKeyedStream/);
+  });
+});
+
+describe("an exchange between processes", () => {
+  it("needs checkpointing: without it the job fails at start saying so", async () => {
+    const job = new Job({
+      jobId: "exchange-without-checkpoints",
+      parallelism: 2,
+      subtaskIndex: 0,
+      restartStrategy: { type: "none" },
+      exchange: {
+        name: "test exchange",
+        channel: () => {
+          throw new Error("not reached: the job is refused before the exchange is set up");
+        },
+      },
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 10, generate: (i) => `k${i}` }), { uid: "keys" })
+      .keyBy((key) => key)
+      .process(() => new CountPerKey(), { uid: "count" })
+      .sinkTo(new CollectedOutput<string>().sinkFactory(), { uid: "out" });
+    const error = await job.execute().catch((caught: unknown) => caught);
+    expect(isOnceflowError(error) && error.code).toBe("CONFIGURATION");
+    expect(String(error)).toMatch(/turn checkpointing on/);
   });
 });
 

@@ -135,19 +135,21 @@ export function createLocalOperators(
 
 /**
  * Refuses, at start, a job whose `keyBy` needs an exchange between subtasks that run in other
- * processes (threads have theirs, see `runSubtasksInThreads`): without it each subtask would keep its own state per key, silently. Says
+ * processes (threads have theirs, see `runSubtasksInThreads`) when the job has no `exchange` option
+ * for it: without one each subtask would keep its own state per key, silently. Says
  * what to do instead.
  */
 export function checkExchangeIsLocal(
   nodes: readonly StreamNode[],
   parallelism: number,
   subtaskIndex: number | undefined,
+  crossProcessExchange = false,
 ): void {
-  if (parallelism === 1 || subtaskIndex === undefined) return;
+  if (parallelism === 1 || subtaskIndex === undefined || crossProcessExchange) return;
   const keyed = nodes.find((node) => node.exchange !== undefined);
   if (keyed === undefined) return;
   throw new ConfigurationError(
     `keyBy before '${keyed.uid}'`,
-    `needs an exchange between the job's ${parallelism} subtasks, so that each key has one state for the whole job, but this process runs subtask ${subtaskIndex} alone (one process per subtask), and an exchange between processes is not available; run every subtask in one process (leave subtaskIndex unset) or in its threads (onceflow run --threads), or, if every key's records come from one source split (a Kafka topic partitioned by this key), say so with reinterpretAsKeyedStream(keySelector) instead of keyBy`,
+    `needs an exchange between the job's ${parallelism} subtasks, so that each key has one state for the whole job, but this process runs subtask ${subtaskIndex} alone (one process per subtask), and no exchange between processes is configured; add the job option \`exchange: kafkaRepartitionExchange({ brokers })\` (from @onceflow/connector-kafka: a Kafka repartition topic carries the records to the process that owns their key), or run every subtask in one process (leave subtaskIndex unset) or in its threads (onceflow run --threads), or, if every key's records come from one source split (a Kafka topic partitioned by this key), say so with reinterpretAsKeyedStream(keySelector) instead of keyBy`,
   );
 }
