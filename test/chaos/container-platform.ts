@@ -106,10 +106,10 @@ export interface ContainerPlatform {
   readonly jobPostgresUrl: string;
   /** Starts a subtask as a container of the job image. */
   readonly launch: SubtaskLauncher;
-  /** Cuts a container off the run's network (`docker network disconnect`). */
-  disconnect(container: string): Promise<void>;
-  /** Connects it again. */
-  connect(container: string): Promise<void>;
+  /** Cuts a container off the run's network (`docker network disconnect`); resolves to its address. */
+  disconnect(container: string): Promise<string>;
+  /** Connects it again, with the address it had. */
+  connect(container: string, address: string): Promise<void>;
   /** `docker kill` of the broker. */
   killBroker(): Promise<void>;
   /** `docker start` of the broker, resolved once it serves again. */
@@ -165,6 +165,23 @@ async function untilPostgresServes(url: string, timeoutMs: number): Promise<void
   }
 }
 
+/**
+ * A network with a subnet of its own: a partitioned container is connected again with the address it
+ * had (a cable pulled and plugged back, not a move), which the engine allows only on such a network.
+ * A /16, so that the engine never hands a freed address to another container within a run.
+ */
+async function createNetwork(network: string, label: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const subnet = `10.${100 + Math.floor(Math.random() * 150)}.0.0/16`;
+    try {
+      await docker("network", "create", "--label", label, "--subnet", subnet, network);
+      return;
+    } catch (error) {
+      if (attempt >= 10 || !/overlap/i.test(String(error))) throw error;
+    }
+  }
+}
+
 /** Bundles the chaos job to one ES module that imports the packages the job image has installed. */
 async function bundleJob(): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), "onceflow-chaos-job-"));
@@ -212,7 +229,7 @@ export async function startContainerPlatform(options: ContainerPlatformOptions):
     await rm(jobFolder, { recursive: true, force: true });
   };
   try {
-    await docker("network", "create", "--label", label, network);
+    await createNetwork(network, label);
     await docker(
       "run",
       "-d",
@@ -242,7 +259,7 @@ export async function startContainerPlatform(options: ContainerPlatformOptions):
         ...brokerSettings,
       }),
       images.kafka,
-    ); // prettier-ignore
+    );
     await docker(
       "run",
       "-d",
@@ -266,7 +283,7 @@ export async function startContainerPlatform(options: ContainerPlatformOptions):
       "max_prepared_transactions=100",
       "-c",
       "max_connections=300",
-    ); // prettier-ignore
+    );
     await Promise.all([untilKafkaServes(brokers, timeout), untilPostgresServes(postgresUrl, timeout)]);
     log(
       `  containers: broker ${images.kafka} at ${brokers[0]}, ${images.postgres} at 127.0.0.1:${postgresPort}, jobs of ${images.job} on ${network}`,
@@ -300,7 +317,7 @@ export async function startContainerPlatform(options: ContainerPlatformOptions):
       images.job,
       "node",
       "/app/job/job.mjs",
-    ]; // prettier-ignore
+    ];
     const child = watchChild(spawn("docker", args, { stdio: ["ignore", "pipe", "pipe"] }));
     let exited = false;
     void child.exited.then(() => {
@@ -348,10 +365,17 @@ export async function startContainerPlatform(options: ContainerPlatformOptions):
     jobPostgresUrl: "postgres://postgres:chaos@postgres:5432/test",
     launch,
     disconnect: async (container) => {
+      const address = await docker(
+        "inspect",
+        "-f",
+        `{{ (index .NetworkSettings.Networks "${network}").IPAddress }}`,
+        container,
+      );
       await docker("network", "disconnect", network, container);
+      return address;
     },
-    connect: async (container) => {
-      await docker("network", "connect", network, container);
+    connect: async (container, address) => {
+      await docker("network", "connect", "--ip", address, network, container);
     },
     killBroker: async () => {
       await docker("kill", "-s", "SIGKILL", broker);

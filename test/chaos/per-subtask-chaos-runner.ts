@@ -171,12 +171,12 @@ async function runSegment(
       if (!victim) continue;
       const container = platform.containerOf(victim.name);
       deployment.excuse(event.subtask, Date.now() + event.cutMs + FAULT_GRACE_MS);
-      await platform.disconnect(container);
+      const address = await platform.disconnect(container);
       counts.networkPartitions++;
       log(`    docker network disconnect ${victim.name} for ${event.cutMs} ms`);
       await sleep(event.cutMs);
       // It may have ended meanwhile (and its container with it).
-      if (victim.isAlive()) await platform.connect(container).catch(() => undefined);
+      if (victim.isAlive()) await platform.connect(container, address).catch(() => undefined);
     } else {
       if (!platform) throw new Error("broker kills need the services in containers");
       // No input is written while the broker is away (the producer's retries would give up on a
