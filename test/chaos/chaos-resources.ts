@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKafkaTopic } from "@onceflow/testkit";
@@ -18,6 +18,10 @@ export interface ChaosResourcesOptions {
   readonly storage: "filesystem" | "postgres";
   readonly brokers: readonly string[];
   readonly postgresUrl: string | undefined;
+  /** The same PostgreSQL as the job reaches it, when that differs (a container network). */
+  readonly jobPostgresUrl?: string;
+  /** The job runs as another user (a container's): its checkpoint folder is writable by all. */
+  readonly sharedCheckpointFolder?: boolean;
   readonly partitions: number;
   /** The output table's columns besides `pos bigserial` (default the chaos record's `id, key, seq`). */
   readonly tableColumns?: string;
@@ -63,7 +67,7 @@ export async function createChaosResources(options: ChaosResourcesOptions): Prom
     );
     output = { sink: "postgres", postgresUrl, table: sqlName };
     Object.assign(env, {
-      CHAOS_POSTGRES_URL: postgresUrl,
+      CHAOS_POSTGRES_URL: options.jobPostgresUrl ?? postgresUrl,
       CHAOS_TABLE: sqlName,
       CHAOS_POSTGRES_MODE: "prepared",
       CHAOS_SINK_ID: sinkId,
@@ -72,9 +76,14 @@ export async function createChaosResources(options: ChaosResourcesOptions): Prom
   if (options.storage === "postgres") {
     const postgresUrl = requiredUrl(options.postgresUrl);
     await withPostgres(postgresUrl, (client) => client.query(`CREATE SCHEMA ${pg.escapeIdentifier(schema)}`));
-    Object.assign(env, { CHAOS_CHECKPOINT_POSTGRES_URL: postgresUrl, CHAOS_CHECKPOINT_SCHEMA: schema });
+    Object.assign(env, {
+      CHAOS_CHECKPOINT_POSTGRES_URL: options.jobPostgresUrl ?? postgresUrl,
+      CHAOS_CHECKPOINT_SCHEMA: schema,
+    });
   } else {
     env.CHAOS_CHECKPOINT_DIR = join(work, "checkpoints");
+    // A job container runs as another user (the image's "node"): it shares this folder.
+    if (options.sharedCheckpointFolder === true) await chmod(work, 0o777);
   }
   const remove = async () => {
     await rm(work, { recursive: true, force: true });

@@ -82,11 +82,17 @@ export interface Child {
 
 /** Starts a chaos job (`script`, by default the generator → files fixture) as a child process. */
 export function startJob(env: Record<string, string>, script = fixture): Child {
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
-    cwd: repositoryRoot,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return watchChild(
+    spawn(process.execPath, ["--import", "tsx", script], {
+      cwd: repositoryRoot,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+}
+
+/** A spawned job (or a `docker run` of one): its output collected, `STARTED` and its exit watched. */
+export function watchChild(child: ChildProcess): Child {
   let out = "";
   let err = "";
   let isStarted = false;

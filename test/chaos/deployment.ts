@@ -1,6 +1,7 @@
 import {
   describeEnding,
   type ProcessEnding,
+  type SubtaskLauncher,
   type SubtaskProcess,
   startSubtaskProcess,
 } from "./subtask-process.js";
@@ -9,7 +10,9 @@ import {
 // with them: start them in an order, restart one that was killed or failed, stop them all. Zombies
 // are processes frozen (SIGSTOP) and replaced, then resumed (SIGCONT): nobody stops them; how each
 // one ended by itself is recorded. A SIGKILL here is chaos or clean-up, never a way to end a zombie
-// that did not stop.
+// that did not stop. A fault of a service (the broker killed, a network partition) may end a process
+// too: while one is excused, its end is recorded as a fault ending and it is restarted, not counted
+// as a crash.
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -35,6 +38,8 @@ export interface DeploymentOptions {
   /** The job's environment (everything but the subtask and parallelism). */
   readonly env: Readonly<Record<string, string>>;
   readonly log: (line: string) => void;
+  /** How a subtask is started (default: a child process; the container chaos starts containers). */
+  readonly launch?: SubtaskLauncher;
   /** Delay before a crashed process is started again (default 500 ms). */
   readonly crashRestartDelayMs?: number;
   /** Failures in a row of one subtask, never ready in between, that end the run (default 8). */
@@ -60,6 +65,10 @@ export class Deployment {
   readonly zombies: Zombie[] = [];
   /** Things worth knowing that do not break exactly-once (a slow start, a stop that failed). */
   readonly notes: string[] = [];
+  /** Processes that ended during a service fault (restarted; not crashes), by how they ended. */
+  readonly faultEndings: string[] = [];
+  /** Until when a process's end is put down to a fault: per subtask, or `-1` for every subtask. */
+  private readonly excusedUntil = new Map<number, number>();
   private readonly current = new Map<number, SubtaskProcess>();
   /** Processes this supervisor signalled or gave up on: their end is no crash. */
   private readonly released = new Set<SubtaskProcess>();
@@ -122,7 +131,7 @@ export class Deployment {
     const victim = this.current.get(subtask);
     if (!victim) return undefined;
     this.released.add(victim);
-    victim.child.process.kill("SIGKILL");
+    await victim.signal("SIGKILL");
     await victim.ended;
     await sleep(restartAfterMs);
     if (this.current.get(subtask) === victim) this.launch(subtask);
@@ -130,11 +139,11 @@ export class Deployment {
   }
 
   /** SIGSTOPs the current process of `subtask` and starts a replacement at once. */
-  freeze(subtask: number): Zombie | undefined {
+  async freeze(subtask: number): Promise<Zombie | undefined> {
     const frozen = this.current.get(subtask);
     if (!frozen?.isAlive()) return undefined;
     this.released.add(frozen);
-    frozen.child.process.kill("SIGSTOP");
+    await frozen.signal("SIGSTOP");
     const zombie: Zombie = { process: frozen, thawedAt: undefined, outcome: undefined, ending: undefined };
     this.zombies.push(zombie);
     void frozen.ended.then((ending) => {
@@ -148,9 +157,25 @@ export class Deployment {
   }
 
   /** SIGCONTs a zombie: from now on it must end by itself. */
-  thaw(zombie: Zombie): void {
+  async thaw(zombie: Zombie): Promise<void> {
+    await zombie.process.signal("SIGCONT");
     zombie.thawedAt = Date.now();
-    zombie.process.child.process.kill("SIGCONT");
+  }
+
+  /** The current process of `subtask`, if one runs. */
+  running(subtask: number): SubtaskProcess | undefined {
+    const process = this.current.get(subtask);
+    return process?.isAlive() ? process : undefined;
+  }
+
+  /**
+   * Puts the end of `subtask`'s processes (every subtask's with `"all"`) down to a fault until
+   * `untilMs` (a time; it replaces an earlier one): such a process is restarted and recorded in
+   * `faultEndings`, not `crashes`.
+   */
+  excuse(subtask: number | "all", untilMs: number): void {
+    const key = subtask === "all" ? -1 : subtask;
+    this.excusedUntil.set(key, untilMs);
   }
 
   /**
@@ -171,7 +196,7 @@ export class Deployment {
       this.options.log(
         `    zombie ${zombie.process.name} still running ${graceMs} ms after SIGCONT; its output:\n${zombie.process.child.output().slice(-2000)}`,
       );
-      zombie.process.child.process.kill("SIGKILL");
+      await zombie.process.signal("SIGKILL");
       await zombie.process.ended;
     }
   }
@@ -187,13 +212,16 @@ export class Deployment {
       await Promise.all(
         stopping.map((process) => Promise.race([process.ready, process.ended, sleep(15_000)])),
       );
-    for (const process of stopping) process.child.process.kill(signal);
+    await Promise.all(stopping.map((process) => process.signal(signal)));
     await Promise.all(
       stopping.map(async (process) => {
         const ending = await Promise.race([process.ended, sleep(timeoutMs).then(() => undefined)]);
         if (ending === undefined) {
           this.notes.push(`${process.name} did not stop within ${timeoutMs} ms of ${signal}`);
-          process.child.process.kill("SIGKILL");
+          this.options.log(
+            `    ${process.name} did not stop within ${timeoutMs} ms of ${signal}; its output:\n${process.child.output().slice(-3000)}`,
+          );
+          await process.signal("SIGKILL");
           await process.ended;
         } else if (signal === "SIGTERM" && ending.code !== 0) {
           this.notes.push(`${process.name} stopped with ${describeEnding(ending)} on SIGTERM`);
@@ -203,7 +231,11 @@ export class Deployment {
   }
 
   private launch(subtask: number): SubtaskProcess {
-    const process = startSubtaskProcess(this.options.env, subtask, this.parallelismNow);
+    const process = (this.options.launch ?? startSubtaskProcess)(
+      this.options.env,
+      subtask,
+      this.parallelismNow,
+    );
     this.current.set(subtask, process);
     void process.ready.then(() => this.crashesInARow.set(subtask, 0));
     void process.ended.then((ending) => {
@@ -216,6 +248,15 @@ export class Deployment {
   private onEnded(process: SubtaskProcess, ending: ProcessEnding): void {
     if (this.released.has(process) || this.current.get(process.subtask) !== process) return;
     const description = describeEnding(ending);
+    const excused = Math.max(this.excusedUntil.get(process.subtask) ?? 0, this.excusedUntil.get(-1) ?? 0);
+    if (Date.now() <= excused) {
+      this.faultEndings.push(description);
+      this.options.log(`    ${process.name} ended during a fault: ${description}; restarting it`);
+      setTimeout(() => {
+        if (this.current.get(process.subtask) === process) this.launch(process.subtask);
+      }, this.options.crashRestartDelayMs ?? 500);
+      return;
+    }
     this.crashes.push({ process: process.name, ending: description, errorCode: ending.errorCode });
     this.options.log(`    ${process.name} failed: ${description}`);
     const inARow = (this.crashesInARow.get(process.subtask) ?? 0) + 1;

@@ -10,9 +10,19 @@
 // `--pipeline outbox-to-kafka|changes-to-postgres` runs the change data capture chaos on a throwaway
 // PostgreSQL with wal_level=logical that it crashes (`--restarts N`) and with zombies (`--zombies N`),
 // both default kills/20; Kafka from --brokers or ONCEFLOW_KAFKA_BROKERS, else one started for the run.
+// `--platform containers` (with `--topology per-subtask`) runs each subtask as a container of the job
+// image against a broker and a PostgreSQL in containers of the run's own, with `docker kill`,
+// `docker pause`, network partitions (`--partitions N`, default kills/20) and broker kills
+// (`--broker-kills N`, default kills/40): images from `scripts/test-images/build.sh`, or
+// ONCEFLOW_KAFKA_IMAGE / ONCEFLOW_POSTGRES_IMAGE / ONCEFLOW_JOB_IMAGE.
 import { parseArgs } from "node:util";
 import { startKafka, startPostgres } from "@onceflow/testkit";
 import { chaosSeed, runGeneratorToFilesChaos } from "./chaos-runner.js";
+import {
+  type ContainerPlatform,
+  containerImagesFromEnvironment,
+  startContainerPlatform,
+} from "./container-platform.js";
 import { runKafkaChaos } from "./kafka-chaos-runner.js";
 import { isKeyedChaosShape, KEYED_CHAOS_SHAPES, runKeyedChaos } from "./keyed-chaos-runner.js";
 import { runPerSubtaskChaos } from "./per-subtask-chaos-runner.js";
@@ -34,15 +44,23 @@ const { values } = parseArgs({
     parallelisms: { type: "string" },
     "slow-stores": { type: "string" },
     restarts: { type: "string" },
+    platform: { type: "string", default: "processes" },
+    partitions: { type: "string" },
+    "broker-kills": { type: "string" },
+    "kafka-version": { type: "string", default: "3.9.1" },
   },
 });
 const seed = values.seed === undefined ? chaosSeed() : Number(values.seed);
 const keyed = values.pipeline === "keyed-to-kafka" || values.pipeline === "keyed-to-postgres";
-const perSubtask = values.topology === "per-subtask" && !keyed;
+const inContainers = values.platform === "containers";
+const perSubtask = (values.topology === "per-subtask" || inContainers) && !keyed;
 const replayOptions = [
   `--pipeline ${values.pipeline}`,
   ...(perSubtask ? [`--topology per-subtask --storage ${values.storage}`] : []),
   ...(keyed ? [`--topology ${values.topology}`] : []),
+  ...(inContainers ? ["--platform containers"] : []),
+  ...(values.partitions === undefined ? [] : [`--partitions ${values.partitions}`]),
+  ...(values["broker-kills"] === undefined ? [] : [`--broker-kills ${values["broker-kills"]}`]),
   ...(values.zombies === undefined ? [] : [`--zombies ${values.zombies}`]),
   ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
   ...(values.records === undefined ? [] : [`--records ${values.records}`]),
@@ -65,6 +83,8 @@ try {
     });
   } else if (values.pipeline === "outbox-to-kafka" || values.pipeline === "changes-to-postgres") {
     report = await runChangeDataCapture(values.pipeline);
+  } else if (inContainers) {
+    report = await runInContainers();
   } else if (perSubtask) {
     report = await runPerSubtask();
   } else if (keyed) {
@@ -102,9 +122,25 @@ try {
   process.exitCode = 1;
 }
 
-async function runPerSubtask(): Promise<object> {
-  const brokers = values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
-  const postgresUrl = values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
+/** The per-subtask chaos with every subtask, the broker and PostgreSQL in containers of the run's own. */
+async function runInContainers(): Promise<object> {
+  if (values.pipeline !== "kafka-to-kafka" && values.pipeline !== "kafka-to-postgres")
+    throw new Error("--platform containers needs --pipeline kafka-to-kafka or kafka-to-postgres");
+  const platform = await startContainerPlatform({
+    name: `onceflow-chaos-${seed}-${Date.now().toString(36)}`,
+    images: containerImagesFromEnvironment(values["kafka-version"]),
+    log,
+  });
+  try {
+    return await runPerSubtask(platform);
+  } finally {
+    await platform.remove();
+  }
+}
+
+async function runPerSubtask(containers?: ContainerPlatform): Promise<object> {
+  const brokers = containers?.brokers.join(",") ?? values.brokers ?? process.env.ONCEFLOW_KAFKA_BROKERS;
+  const postgresUrl = containers?.postgresUrl ?? values.postgres ?? process.env.ONCEFLOW_POSTGRES_URL;
   if (brokers === undefined || brokers === "")
     throw new Error("--brokers or ONCEFLOW_KAFKA_BROKERS is required");
   if (values.pipeline !== "kafka-to-kafka" && values.pipeline !== "kafka-to-postgres")
@@ -113,6 +149,12 @@ async function runPerSubtask(): Promise<object> {
     throw new Error("--storage must be filesystem or postgres");
   const kills = Number(values.kills);
   const zombies = Number(values.zombies ?? String(Math.max(3, Math.round(kills / 10))));
+  const networkPartitions = containers
+    ? Number(values.partitions ?? String(Math.max(1, Math.round(kills / 20))))
+    : 0;
+  const brokerKills = containers
+    ? Number(values["broker-kills"] ?? String(Math.max(1, Math.round(kills / 40))))
+    : 0;
   return runPerSubtaskChaos({
     sink: values.pipeline === "kafka-to-kafka" ? "kafka" : "postgres",
     storage: values.storage,
@@ -121,7 +163,10 @@ async function runPerSubtask(): Promise<object> {
     zombies,
     // About 4 s of input per event at 150/s (most events wait for a process to be ready), so that
     // records flow through the whole schedule.
-    records: Number(values.records ?? String(Math.max(3000, (kills + zombies * 2) * 600))),
+    records: Number(
+      values.records ??
+        String(Math.max(3000, (kills + zombies * 2 + networkPartitions * 2 + brokerKills * 10) * 600)),
+    ),
     recordsPerSecond: Number(values.rate ?? "150"),
     ...(values["max-delay"] === undefined ? {} : { maxEventGapMs: Number(values["max-delay"]) }),
     ...(values["slow-stores"] === undefined ? {} : { slowStoreChance: Number(values["slow-stores"]) }),
@@ -130,6 +175,7 @@ async function runPerSubtask(): Promise<object> {
       : { parallelisms: values.parallelisms.split(",").map((parallelism) => Number(parallelism)) }),
     brokers: brokers.split(","),
     ...(postgresUrl === undefined || postgresUrl === "" ? {} : { postgresUrl }),
+    ...(containers ? { containers, networkPartitions, brokerKills } : {}),
     log,
   });
 }

@@ -2,6 +2,7 @@ import { type BackgroundInput, produceInBackground } from "./chaos-input.js";
 import { type ChaosResources, createChaosResources } from "./chaos-resources.js";
 import { checkExactlyOnceInOrder, seededRandom } from "./chaos-runner.js";
 import { preparedTransactionsOf, readCommitted } from "./committed-output.js";
+import type { ContainerPlatform } from "./container-platform.js";
 import { Deployment, DeploymentFailure, type ZombieOutcome } from "./deployment.js";
 import type { ChaosRecord } from "./fixtures/chaos-record.js";
 import { describeSegment, planSchedule, type Segment } from "./per-subtask-schedule.js";
@@ -12,6 +13,9 @@ import { describeSegment, planSchedule, type Segment } from "./per-subtask-sched
 // schedule. At the end every process is stopped with SIGTERM and an independent reader checks every
 // input exactly once; no prepared transaction of the sink may remain, and every zombie must have
 // ended by itself. Violations are collected into the report rather than thrown at the first one.
+// With `containers` the subtasks run as containers of the job image (container-platform.ts): a kill
+// is `docker kill`, a freeze `docker pause`, and the schedule may add network partitions of a
+// subtask and kills of the broker (the input is held while the broker is away).
 
 export interface PerSubtaskChaosOptions {
   readonly sink: "kafka" | "postgres";
@@ -37,6 +41,12 @@ export interface PerSubtaskChaosOptions {
   readonly zombieGraceMs?: number;
   /** How long the last run has to commit every input (default 120 s). */
   readonly catchUpTimeoutMs?: number;
+  /** Run the subtasks as containers on this platform (`brokers`/`postgresUrl` are its host-side ones). */
+  readonly containers?: ContainerPlatform;
+  /** Network partitions of one subtask's container (containers only). */
+  readonly networkPartitions?: number;
+  /** Kills of the broker's container (containers only). */
+  readonly brokerKills?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -47,6 +57,12 @@ export interface PerSubtaskChaosReport {
   readonly parallelisms: readonly number[];
   readonly starts: readonly string[];
   readonly kills: number;
+  /** Where the subtasks ran: `processes` or `containers`. */
+  readonly platform: string;
+  readonly networkPartitions: number;
+  readonly brokerKills: number;
+  /** Processes that ended during a partition or a broker outage (restarted), by how they ended. */
+  readonly faultEndings: Readonly<Record<string, number>>;
   readonly rescaleStops: readonly string[];
   readonly zombies: Readonly<Partial<Record<ZombieOutcome, number>>>;
   /** Processes that failed on their own (restarted by the supervisor), by error code. */
@@ -69,6 +85,18 @@ function countBy<T>(items: readonly T[], key: (item: T) => string): Record<strin
   const counts: Record<string, number> = {};
   for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1;
   return counts;
+}
+
+/** What changes where the subtasks run as containers next to a broker that may be killed. */
+function containerJobSettings(options: PerSubtaskChaosOptions): Record<string, string> {
+  if ((options.brokerKills ?? 0) === 0) return {};
+  return {
+    // A process rides out the broker's restart (tens of seconds on a loaded machine) in-process.
+    CHAOS_RESTART_ATTEMPTS: "60",
+    CHAOS_RESTART_DELAY: "500",
+    // A transaction pre-committed when the broker is killed must outlive the outage.
+    CHAOS_TRANSACTION_TIMEOUT: "180000",
+  };
 }
 
 /** The job's settings that the seed fixes besides the schedule. */
@@ -94,32 +122,78 @@ function jobSettings(seed: number, slowStoreChance: number): Record<string, stri
   };
 }
 
+/** What the events of a run did so far. */
+interface Counts {
+  kills: number;
+  networkPartitions: number;
+  brokerKills: number;
+}
+
+/** How long after a fault a process's end is still put down to it. */
+const FAULT_GRACE_MS = 30_000;
+
 async function runSegment(
   deployment: Deployment,
   segment: Segment,
   options: PerSubtaskChaosOptions,
+  input: BackgroundInput,
+  counts: Counts,
   log: (line: string) => void,
-): Promise<number> {
+): Promise<void> {
   await deployment.start(segment.parallelism, segment.order, segment.start, segment.gapsMs, 60_000);
-  let kills = 0;
+  const platform = options.containers;
+  const [killWord, stopWord, contWord] = platform
+    ? ["docker kill", "docker pause", "docker unpause"]
+    : ["SIGKILL", "SIGSTOP", "SIGCONT"];
   for (const event of segment.events) {
     if (event.afterReady) await deployment.untilReady(event.subtask, 30_000);
     await sleep(event.afterMs);
     deployment.check();
     if (event.kind === "kill") {
       const victim = await deployment.kill(event.subtask, event.restartAfterMs);
-      if (victim) kills++;
+      if (victim) counts.kills++;
       log(
-        `    SIGKILL ${victim?.name ?? `subtask ${event.subtask} (not running)`}${victim?.isReady() ? "" : " (before ready)"}`,
+        `    ${killWord} ${victim?.name ?? `subtask ${event.subtask} (not running)`}${victim?.isReady() ? "" : " (before ready)"}`,
       );
-    } else {
-      const zombie = deployment.freeze(event.subtask);
+    } else if (event.kind === "zombie") {
+      const zombie = await deployment.freeze(event.subtask);
       if (!zombie) continue;
       const after = event.frozenUntilReplacementReady ? " after the replacement is ready" : "";
-      log(`    SIGSTOP ${zombie.process.name}, replacement started; SIGCONT ${event.frozenMs} ms${after}`);
+      log(
+        `    ${stopWord} ${zombie.process.name}, replacement started; ${contWord} ${event.frozenMs} ms${after}`,
+      );
       if (event.frozenUntilReplacementReady) await deployment.untilReady(event.subtask, 30_000);
       await sleep(event.frozenMs);
-      deployment.thaw(zombie);
+      await deployment.thaw(zombie);
+    } else if (event.kind === "partition") {
+      if (!platform) throw new Error("network partitions need the subtasks in containers");
+      const victim = deployment.running(event.subtask);
+      if (!victim) continue;
+      const container = platform.containerOf(victim.name);
+      deployment.excuse(event.subtask, Date.now() + event.cutMs + FAULT_GRACE_MS);
+      const address = await platform.disconnect(container);
+      counts.networkPartitions++;
+      log(`    docker network disconnect ${victim.name} for ${event.cutMs} ms`);
+      await sleep(event.cutMs);
+      // It may have ended meanwhile (and its container with it).
+      if (victim.isAlive()) await platform.connect(container, address).catch(() => undefined);
+    } else {
+      if (!platform) throw new Error("broker kills need the services in containers");
+      // No input is written while the broker is away (the producer's retries would give up on a
+      // loaded machine), and no thawed zombie is still deciding how to end.
+      await input.pause();
+      await deployment.awaitZombies(options.zombieGraceMs ?? 20_000);
+      deployment.excuse("all", Number.POSITIVE_INFINITY);
+      const began = Date.now();
+      await platform.killBroker();
+      counts.brokerKills++;
+      await sleep(event.downMs);
+      await platform.startBroker();
+      deployment.excuse("all", Date.now() + FAULT_GRACE_MS);
+      input.resume();
+      log(
+        `    docker kill of the broker, started again after ${event.downMs} ms, serving after ${Date.now() - began} ms`,
+      );
     }
   }
   await sleep(segment.tailMs);
@@ -127,7 +201,6 @@ async function runSegment(
     await deployment.awaitZombies(options.zombieGraceMs ?? 20_000);
     await deployment.stopAll(segment.stop);
   }
-  return kills;
 }
 
 /** Waits until every input id was committed (or the deadline), polling the independent reader. */
@@ -160,19 +233,27 @@ export async function runPerSubtaskChaos(options: PerSubtaskChaosOptions): Promi
     storage: options.storage,
     brokers: options.brokers,
     postgresUrl: options.postgresUrl,
+    ...(options.containers
+      ? { jobPostgresUrl: options.containers.jobPostgresUrl, sharedCheckpointFolder: true }
+      : {}),
     partitions: options.partitions ?? 6,
   });
   const env: Record<string, string> = {
     ...resources.env,
     ...jobSettings(options.seed, options.slowStoreChance ?? 0.2),
-    CHAOS_BROKERS: options.brokers.join(","),
+    ...(options.containers ? containerJobSettings(options) : {}),
+    CHAOS_BROKERS: (options.containers?.jobBrokers ?? options.brokers).join(","),
     CHAOS_JOB_ID: name,
     CHAOS_INPUT_TOPIC: resources.inputTopic,
   };
   log(
     `chaos per-subtask kafka→${options.sink}, checkpoints in ${options.storage}, seed=${options.seed}, records=${options.records}, interval=${env.CHAOS_CHECKPOINT_INTERVAL}ms, batch=${env.CHAOS_MAX_BATCH}`,
   );
-  const deployment = new Deployment({ env, log });
+  const deployment = new Deployment({
+    env,
+    log,
+    ...(options.containers ? { launch: options.containers.launch } : {}),
+  });
   let input: BackgroundInput | undefined;
   const violations: string[] = [];
   try {
@@ -182,12 +263,12 @@ export async function runPerSubtaskChaos(options: PerSubtaskChaosOptions): Promi
       options.records,
       options.recordsPerSecond ?? 150,
     );
-    let kills = 0;
+    const counts: Counts = { kills: 0, networkPartitions: 0, brokerKills: 0 };
     let stop: "SIGTERM" | "SIGKILL" = "SIGTERM";
     try {
       for (const [index, segment] of schedule.entries()) {
         log(`  ${describeSegment(segment, index)}`);
-        kills += await runSegment(deployment, segment, options, log);
+        await runSegment(deployment, segment, options, input, counts, log);
         const progress = await readCommitted(resources.output);
         log(`  segment ${index + 1} done: ${progress.length} committed`);
       }
@@ -222,7 +303,11 @@ export async function runPerSubtaskChaos(options: PerSubtaskChaosOptions): Promi
       seed: options.seed,
       parallelisms: schedule.map((segment) => segment.parallelism),
       starts: schedule.map((segment) => segment.start),
-      kills,
+      kills: counts.kills,
+      platform: options.containers ? "containers" : "processes",
+      networkPartitions: counts.networkPartitions,
+      brokerKills: counts.brokerKills,
+      faultEndings: countBy(deployment.faultEndings, (ending) => ending),
       rescaleStops: schedule.flatMap((segment) => (segment.stop ? [segment.stop] : [])),
       zombies: countBy(deployment.zombies, (zombie) => zombie.outcome ?? "survived"),
       crashes: countBy(deployment.crashes, (crash) => crash.errorCode ?? crash.ending),
@@ -237,7 +322,7 @@ export async function runPerSubtaskChaos(options: PerSubtaskChaosOptions): Promi
     };
   } finally {
     for (const process of deployment.alive()) {
-      process.child.process.kill("SIGKILL");
+      await process.signal("SIGKILL").catch(() => undefined);
       await process.ended;
     }
     input?.stop();

@@ -2,8 +2,9 @@ import { seededRandom } from "./chaos-runner.js";
 
 // The seeded schedule of a one-process-per-subtask chaos run: three segments at parallelisms
 // P → Q → P, each started in random or StatefulSet order, with SIGKILLs and zombies spread over them
-// and a SIGTERM or SIGKILL of every process between segments (the rescale). The same seed gives the
-// same schedule (what happens inside the processes still depends on timing).
+// and a SIGTERM or SIGKILL of every process between segments (the rescale). Where the subtasks run as
+// containers the schedule also holds network partitions of one subtask and kills of the broker. The
+// same seed gives the same schedule (what happens inside the processes still depends on timing).
 
 /**
  * One thing the chaos does to a subtask's process, `afterMs` after the previous event — or, with
@@ -25,6 +26,22 @@ export type ChaosEvent =
       /** How long it stays frozen: from the freeze, or from its replacement being ready. */
       readonly frozenMs: number;
       readonly frozenUntilReplacementReady: boolean;
+    }
+  | {
+      /** The subtask's container cut off the network for `cutMs`, then connected again. */
+      readonly kind: "partition";
+      readonly afterMs: number;
+      readonly afterReady: boolean;
+      readonly subtask: number;
+      readonly cutMs: number;
+    }
+  | {
+      /** The broker SIGKILLed, started again after `downMs`. */
+      readonly kind: "broker-kill";
+      readonly afterMs: number;
+      readonly afterReady: boolean;
+      readonly subtask: number;
+      readonly downMs: number;
     };
 
 /** The processes of one parallelism, from their start to their stop. */
@@ -45,6 +62,10 @@ export interface ScheduleOptions {
   readonly seed: number;
   readonly kills: number;
   readonly zombies: number;
+  /** Network partitions of one subtask (containers only; default 0). */
+  readonly networkPartitions?: number;
+  /** Kills of the broker (containers only; default 0). */
+  readonly brokerKills?: number;
   /** Longest wait before an event (default 2500 ms). */
   readonly maxEventGapMs?: number;
   /** Longest time a zombie stays frozen (default 6000 ms; the shortest is 1000). */
@@ -87,18 +108,32 @@ export function planSchedule(options: ScheduleOptions): Segment[] {
   const parallelisms = options.parallelisms ?? seededParallelisms(random);
   const kills = spread(options.kills, parallelisms.length);
   const zombies = spread(options.zombies, parallelisms.length);
+  const partitions = spread(options.networkPartitions ?? 0, parallelisms.length);
+  const brokerKills = spread(options.brokerKills ?? 0, parallelisms.length);
   return parallelisms.map((parallelism, index) => {
     const subtasks = Array.from({ length: parallelism }, (_, subtask) => subtask);
     const kinds = shuffled(
       [
         ...Array.from({ length: kills[index] ?? 0 }, () => "kill" as const),
         ...Array.from({ length: zombies[index] ?? 0 }, () => "zombie" as const),
+        ...Array.from({ length: partitions[index] ?? 0 }, () => "partition" as const),
+        ...Array.from({ length: brokerKills[index] ?? 0 }, () => "broker-kill" as const),
       ],
       random,
     );
     const events: ChaosEvent[] = kinds.map((kind) => {
       const subtask = Math.floor(random() * parallelism);
       // Four kills in five and every freeze hit a process that is ready (it has checkpointed).
+      if (kind === "partition")
+        return {
+          kind,
+          afterReady: true,
+          afterMs: between(0, maxGap),
+          subtask,
+          cutMs: between(1000, maxFrozen),
+        };
+      if (kind === "broker-kill")
+        return { kind, afterReady: true, afterMs: between(0, maxGap), subtask, downMs: between(0, 2000) };
       return kind === "kill"
         ? {
             kind,
@@ -134,7 +169,7 @@ export function planSchedule(options: ScheduleOptions): Segment[] {
 /** One line per segment, for the log. */
 export function describeSegment(segment: Segment, index: number): string {
   const events = segment.events
-    .map((event) => (event.kind === "kill" ? `kill ${event.subtask}` : `zombie ${event.subtask}`))
+    .map((event) => (event.kind === "broker-kill" ? "broker-kill" : `${event.kind} ${event.subtask}`))
     .join(", ");
   return `segment ${index + 1}: parallelism ${segment.parallelism}, ${segment.start} start [${segment.order.join(" ")}], ${segment.events.length} events (${events}), then ${segment.stop ?? "the last run"}`;
 }

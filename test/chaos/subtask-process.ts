@@ -5,9 +5,15 @@ import { type Child, startJob } from "./chaos-runner.js";
 // One process of a one-process-per-subtask deployment: the Kafka chaos job started with
 // CHAOS_SUBTASK_INDEX/CHAOS_PARALLELISM. It is ready once it stored its first checkpoint (the job
 // prints `CHECKPOINT <id>`), as a readiness probe would say; how it ended is read from its exit and
-// the `FAILED <code>` line the job prints.
+// the `FAILED <code>` line the job prints. The same watching serves a subtask run as a container
+// (subtask-container.ts): only how it is started and signalled differs.
 
-const fixture = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "kafka-chaos-job.ts");
+/** The Kafka chaos job (TypeScript, run with tsx; bundled for a container). */
+export const kafkaChaosJobFixture = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "fixtures",
+  "kafka-chaos-job.ts",
+);
 
 /** How a process ended: its exit, and the error code it printed when it failed. */
 export interface ProcessEnding {
@@ -18,6 +24,16 @@ export interface ProcessEnding {
   /** The first line of that failure. */
   readonly failure: string | undefined;
 }
+
+/** What the chaos does to a subtask: a container gets `SIGSTOP`/`SIGCONT` as `docker pause`/`unpause`. */
+export type ChaosSignal = "SIGKILL" | "SIGTERM" | "SIGSTOP" | "SIGCONT";
+
+/** Starts one subtask of `parallelism` with the run's environment: a process or a container. */
+export type SubtaskLauncher = (
+  env: Readonly<Record<string, string>>,
+  subtask: number,
+  parallelism: number,
+) => SubtaskProcess;
 
 /** A running (or ended) process of one subtask. */
 export interface SubtaskProcess {
@@ -33,25 +49,41 @@ export interface SubtaskProcess {
   readonly ended: Promise<ProcessEnding>;
   /** `subtask 1/3 #12`. */
   readonly name: string;
+  /** Sends `signal`; resolves once it was delivered (or the process had ended). */
+  signal(signal: ChaosSignal): Promise<void>;
 }
 
 let serials = 0;
 
-/** Starts the job for `subtask` of `parallelism` with the run's environment. */
-export function startSubtaskProcess(
-  env: Readonly<Record<string, string>>,
+/** Starts the job for `subtask` of `parallelism` with the run's environment, as a child process. */
+export const startSubtaskProcess: SubtaskLauncher = (env, subtask, parallelism) => {
+  const child = startJob({ ...env, ...subtaskEnvironment(subtask, parallelism) }, kafkaChaosJobFixture);
+  return watchSubtask(child, subtask, parallelism, async (signal) => {
+    child.process.kill(signal);
+  });
+};
+
+/** What tells the job which subtask it runs (as a StatefulSet's ordinal would). */
+export function subtaskEnvironment(subtask: number, parallelism: number): Record<string, string> {
+  return {
+    CHAOS_SUBTASK_INDEX: String(subtask),
+    CHAOS_PARALLELISM: String(parallelism),
+    CHAOS_REPORT_CHECKPOINTS: "1",
+  };
+}
+
+/**
+ * A subtask from the job's output: ready at its first `CHECKPOINT`, its ending from its exit and its
+ * `FAILED` line. `exitSignals` maps exit codes to the signal they stand for (a container's 137).
+ */
+export function watchSubtask(
+  child: Child,
   subtask: number,
   parallelism: number,
+  signal: (signal: ChaosSignal) => Promise<void>,
+  exitSignals: Readonly<Record<number, NodeJS.Signals>> = {},
+  label = "",
 ): SubtaskProcess {
-  const child = startJob(
-    {
-      ...env,
-      CHAOS_SUBTASK_INDEX: String(subtask),
-      CHAOS_PARALLELISM: String(parallelism),
-      CHAOS_REPORT_CHECKPOINTS: "1",
-    },
-    fixture,
-  );
   let ready = false;
   let seen = "";
   let markReady: () => void = () => {};
@@ -67,22 +99,29 @@ export function startSubtaskProcess(
     if (seen.includes("CHECKPOINT ")) markReady();
   };
   child.process.stdout?.on("data", watch);
-  const ended = child.exited.then(({ code, signal }) => {
+  const ended = child.exited.then(({ code: exitCode, signal: exitSignal }) => {
+    const mapped = exitCode === null ? undefined : exitSignals[exitCode];
+    const code = mapped === undefined ? exitCode : null;
+    const signalled = mapped ?? exitSignal;
     const output = child.output();
     const failed = /^FAILED (\S+) (.*)$/m.exec(output);
     // A crash the job did not report (an uncaught error): the first error line of its stderr.
     const crash =
-      failed === null && code !== 0 && signal === null
+      failed === null && code !== 0 && signalled === null
         ? /^(?:\w*Error|error)\b.*$/m.exec(output.slice(output.indexOf("--- stderr")))?.[0]
         : undefined;
     return {
       code,
-      signal,
+      signal: signalled,
       errorCode: failed?.[1] ?? (crash === undefined ? undefined : "-"),
       failure: failed?.[2] ?? crash?.slice(0, 500),
     };
   });
   serials += 1;
+  let alive = true;
+  void child.exited.then(() => {
+    alive = false;
+  });
   return {
     serial: serials,
     subtask,
@@ -90,9 +129,10 @@ export function startSubtaskProcess(
     child,
     ready: readyPromise,
     isReady: () => ready,
-    isAlive: () => child.process.exitCode === null && child.process.signalCode === null,
+    isAlive: () => alive && child.process.exitCode === null && child.process.signalCode === null,
     ended,
-    name: `subtask ${subtask}/${parallelism} #${serials}`,
+    name: `subtask ${subtask}/${parallelism} #${serials}${label}`,
+    signal,
   };
 }
 
