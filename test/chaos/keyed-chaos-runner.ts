@@ -54,19 +54,27 @@ function oneChild(child: Child): KeyedChaosAttempt {
 }
 
 /**
- * The deployment shapes the keyed chaos runs in (`--topology`). Add a shape here once `keyBy`
- * crosses it:
- * - `threads`: one worker thread per subtask in one process — the same child as `one-process`, with
- *   the job's threads option set from the environment by the fixture;
- * - `per-subtask`: one process per subtask, the exchange through the Kafka repartition topic — an
- *   attempt of `parallelism` processes (startSubtaskProcess in subtask-process.ts, given this
- *   fixture), killed and awaited together.
+ * The deployment shapes the keyed chaos runs in (`--topology`):
+ * - `one-process`: every subtask in one event loop, the exchange in memory;
+ * - `threads`: one worker thread per subtask in one process (`onceflow run --threads`), the same
+ *   child with CHAOS_THREADS=1: the fixture runs its `createJob` in threads, which exchange records
+ *   by key group, the main thread coordinating the checkpoints (at parallelism 1, one thread alone).
+ *   A SIGKILL ends every thread at once; a phase kill stops the first thread that reaches the phase.
+ *
+ * Add a shape here once `keyBy` crosses it: `per-subtask`, one process per subtask, the exchange
+ * through the Kafka repartition topic — an attempt of `parallelism` processes (startSubtaskProcess
+ * in subtask-process.ts, given this fixture), killed and awaited together.
  */
 export const KEYED_CHAOS_SHAPES = {
   "one-process": {
     description: "every subtask in one process, the exchange in memory",
     start: (env, parallelism) =>
       oneChild(startJob({ ...env, CHAOS_PARALLELISM: String(parallelism) }, fixture)),
+  },
+  threads: {
+    description: "one worker thread per subtask in one process, the exchange between the threads",
+    start: (env, parallelism) =>
+      oneChild(startJob({ ...env, CHAOS_PARALLELISM: String(parallelism), CHAOS_THREADS: "1" }, fixture)),
   },
 } satisfies Record<string, KeyedChaosShape>;
 
