@@ -8,11 +8,11 @@ import type { SubtaskSnapshot } from "./subtask.js";
  *
  * @example
  * ```ts
- * const summary = describeCheckpoint(subtaskStates, nodes, false);
+ * const summary = checkpointSummaryOf(subtaskStates, nodes, false);
  * // { operators: [{ uid: "lines", kind: "source" }, …], splits: { "input.txt": { subtask: 0, … } } }
  * ```
  */
-export function describeCheckpoint(
+export function checkpointSummaryOf(
   states: ReadonlyMap<number, Buffer>,
   nodes: readonly StreamNode[],
   inputEnded: boolean,

@@ -3,7 +3,7 @@ import { DEFAULT_CHECKPOINT_HISTORY_SIZE } from "../checkpoint/checkpoint-histor
 import { CheckpointHistoryRecorder } from "../checkpoint/checkpoint-history-recorder.js";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.js";
 import { resolveCheckpointing } from "../checkpoint/resolve-checkpointing.js";
-import { describeCheckpoint } from "./checkpoint-summary.js";
+import { checkpointSummaryOf } from "./checkpoint-summary.js";
 import { createSubtask, incarnationSeriesOf, type SubtaskJob } from "./create-subtask.js";
 import { createLocalOperators } from "./exchange/local-exchange.js";
 import type { JobOptions } from "./job-options.js";
@@ -93,8 +93,7 @@ export interface AttemptOutcome {
  * ```
  */
 export class JobAttempt {
-  /** The attempt's checkpoint coordinator, from the moment it exists until the attempt ends. */
-  coordinator: CheckpointCoordinator | undefined;
+  private runningCoordinator: CheckpointCoordinator | undefined;
   /** Set once the attempt's input ended: its final checkpoint says so in its summary. */
   private inputEnded = false;
   private stopAttempt: (() => void) | undefined;
@@ -104,6 +103,19 @@ export class JobAttempt {
     private readonly attemptNumber: number,
     private readonly attempts: AttemptLineage,
   ) {}
+
+  /**
+   * The attempt's checkpoint coordinator, from the moment it exists until the attempt ends (what
+   * `job.triggerCheckpoint()` triggers through).
+   *
+   * @example
+   * ```ts
+   * const checkpointId = await attempt.coordinator?.triggerCheckpoint();
+   * ```
+   */
+  get coordinator(): CheckpointCoordinator | undefined {
+    return this.runningCoordinator;
+  }
 
   /**
    * Stops the running attempt with a final checkpoint; nothing before it runs or after it ended
@@ -258,7 +270,7 @@ export class JobAttempt {
         lastCheckpointId: Math.max(plan.highestStoredId, attempts.lastCheckpointId),
         incarnation,
         lineage: plan.lineage,
-        describe: (states) => describeCheckpoint(states, job.nodes, this.inputEnded),
+        describe: (states) => checkpointSummaryOf(states, job.nodes, this.inputEnded),
         logger,
         metrics: job.metrics,
         onFailure: failAttempt,
@@ -266,7 +278,7 @@ export class JobAttempt {
         onCompleted: (checkpointId, completedAt) => tracker.checkpointCompleted(checkpointId, completedAt),
       });
       coordinatorRef.current = coordinator;
-      this.coordinator = coordinator;
+      this.runningCoordinator = coordinator;
       for (const subtask of subtasks) loops.push(subtask.run().catch((error: unknown) => failAttempt(error)));
       coordinator.start();
       tracker.running(plan.checkpointId, () => subtasks.map((subtask) => subtask.liveness()));
@@ -294,7 +306,7 @@ export class JobAttempt {
       await history?.flush();
       tracker.attemptEnded();
       this.stopAttempt = undefined;
-      this.coordinator = undefined;
+      this.runningCoordinator = undefined;
       const coordinator = coordinatorRef.current;
       if (coordinator !== undefined) {
         attempts.incarnation = coordinator.currentIncarnation;
