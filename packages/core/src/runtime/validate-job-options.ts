@@ -1,5 +1,5 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
-import type { JobOptions } from "./job.js";
+import type { JobOptions } from "./job-options.js";
 
 /**
  * Checks a job's options when it is constructed; throws a `ConfigurationError` naming the option

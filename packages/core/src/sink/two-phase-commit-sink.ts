@@ -14,8 +14,10 @@ import {
 } from "../errors/onceflow-error.js";
 import { type Logger, silentLogger } from "../observability/logger.js";
 import { type Counter, MetricNames } from "../observability/metrics.js";
-import { defaultSerializerFor, type TypeSerializer } from "../state/serializer.js";
+import { defaultSerializerFor } from "../state/serializer.js";
 import type { ListState } from "../state/state.js";
+import { BackgroundCommit } from "./background-commit.js";
+import { PendingTransactions } from "./pending-transactions.js";
 import type { Sink, SinkContext } from "./sink.js";
 import { SinkTransactionMetrics } from "./sink-transaction-metrics.js";
 import {
@@ -25,8 +27,10 @@ import {
   warnIfNearTimeout,
 } from "./transaction-commit.js";
 import {
-  ownsOldSubtask,
+  recoveryShareOf,
+  stateEntriesOf,
   TRANSACTION_STATE_NAME,
+  TransactionCodec,
   type TransactionHolder,
   type TransactionStateEntry,
 } from "./transaction-state.js";
@@ -108,7 +112,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
 {
   /** Shown in logs and errors. */
   readonly name: string;
-  private readonly transactionSerializer: TypeSerializer<TXN>;
+  /** The options' `transactionSerializer`, with typed errors that name this sink. */
+  private readonly transactionSerializer: TransactionCodec<TXN>;
   private readonly timeoutPolicy: TransactionTimeoutPolicy;
   private readonly commitRetry: Required<CommitRetryOptions>;
   private readonly backgroundCommits: boolean;
@@ -116,7 +121,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private context: RuntimeContext | undefined;
   private log: Logger = silentLogger;
   private state: ListState<TransactionStateEntry> | undefined;
-  private pending: TransactionHolder<TXN>[] = [];
+  private readonly pending = new PendingTransactions<TXN>();
   private current: TransactionHolder<TXN> | undefined;
   private latestCheckpointId = 0;
   private recoveredSubtasks: readonly number[] = [];
@@ -125,17 +130,18 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
   private closed = false;
   /** Between `openResources` and `closeResources` of an attempt. */
   private resourcesOpen = false;
-  /** Background commits: the one running (never rejects), its failure, and whether input ended. */
-  private committing: Promise<void> | undefined;
-  private commitFailure: unknown;
+  /** The commit running in the background (`backgroundCommits`) and its failure. */
+  private readonly committing = new BackgroundCommit();
+  /** Input ended (or the final checkpoint began): commits run inline from then on. */
   private finishing = false;
-  /** Checkpoints this attempt snapshotted, and those of them reported as never restorable. */
-  private snapshotIds: number[] = [];
-  private readonly abortedCheckpoints = new Set<number>();
 
   constructor(options: TwoPhaseCommitSinkOptions<TXN> = {}) {
     this.name = options.name ?? new.target.name;
-    this.transactionSerializer = options.transactionSerializer ?? defaultSerializerFor<TXN>();
+    this.transactionSerializer = new TransactionCodec(
+      options.transactionSerializer ?? defaultSerializerFor<TXN>(),
+      this.name,
+      (transaction) => this.describeTransaction(transaction),
+    );
     this.timeoutPolicy = validateTransactionTimeout(options);
     this.commitRetry = validateCommitRetry(options.commitRetry ?? {});
     this.backgroundCommits = options.backgroundCommits ?? false;
@@ -293,7 +299,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   pendingCheckpointIds(): number[] {
-    return this.pending.map((holder) => holder.checkpointId);
+    return this.pending.all().map((holder) => holder.checkpointId);
   }
 
   /**
@@ -305,7 +311,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   pendingTransactions(): PendingTransaction<TXN>[] {
-    return this.pending.map(({ checkpointId, transaction, startedAt }) => ({
+    return this.pending.all().map(({ checkpointId, transaction, startedAt }) => ({
       checkpointId,
       transaction,
       startedAt,
@@ -340,23 +346,20 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     // The runtime may reuse one instance for the next attempt: nothing of the failed one may leak in
     // (its pending transactions belong to checkpoints that the restored state knows, or that failed).
     // A commit of the failed attempt may still run in the background: let it end first.
-    await this.committing;
+    await this.committing.settled();
     // An earlier attempt on this instance that never closed: its resources go before new ones open.
     if (this.resourcesOpen) await this.releaseResources().catch(() => undefined);
-    this.committing = undefined;
-    this.commitFailure = undefined;
+    this.committing.reset();
     this.finishing = false;
-    this.pending = [];
+    this.pending.reset();
     this.current = undefined;
     this.closed = false;
-    this.snapshotIds = [];
-    this.abortedCheckpoints.clear();
     const restoredCheckpointId = context.isRestored() ? (context.getRestoredCheckpointId() ?? 0) : 0;
     this.latestCheckpointId = restoredCheckpointId;
     this.bindContext(context);
     this.transactionMetrics?.close();
     this.transactionMetrics = new SinkTransactionMetrics(context, () =>
-      this.pending.map((holder) => holder.startedAt),
+      this.pending.all().map((holder) => holder.startedAt),
     );
     // Present at 0 from the start, so `increase()` and alerts work before the first retry.
     this.retriesCounter().inc(0, this.metricLabels());
@@ -383,23 +386,21 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const { subtaskIndex, parallelism } = context;
     this.recoveredSubtasks = [subtaskIndex];
     if (context.isRestored()) {
-      const all = state.get();
-      const oldParallelism = Math.max(parallelism, ...all.map((entry) => entry.parallelism));
-      const recovered: number[] = [];
-      for (let old = subtaskIndex; old < oldParallelism; old += parallelism) recovered.push(old);
-      this.recoveredSubtasks = recovered;
-      const entries = all.filter((entry) => ownsOldSubtask(subtaskIndex, parallelism, entry.subtaskIndex));
+      const { recoveredSubtasks, entries } = recoveryShareOf(state.get(), subtaskIndex, parallelism);
+      this.recoveredSubtasks = recoveredSubtasks;
       const pending = entries
         .filter((entry) => entry.kind === "pending")
-        .map((entry) => this.restoreHolder(entry))
+        .map((entry) => this.transactionSerializer.restore(entry))
         .sort((a, b) => a.checkpointId - b.checkpointId);
-      const open = entries.filter((entry) => entry.kind === "open").map((entry) => this.restoreHolder(entry));
+      const open = entries
+        .filter((entry) => entry.kind === "open")
+        .map((entry) => this.transactionSerializer.restore(entry));
       this.log.info(
         { restoredCheckpointId, pending: pending.length, open: open.length },
         "recovering transactions from the restored checkpoint",
       );
       // Kept as pending until committed, so a failure here leaves nothing half-forgotten.
-      this.pending = pending;
+      this.pending.restored(pending);
       this.transactionMetrics?.update();
       await this.commitUpTo(Number.POSITIVE_INFINITY, true);
       for (const holder of open) {
@@ -448,7 +449,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   write(value: IN, context: SinkContext): Promise<void> | void {
-    this.throwIfCommitFailed();
+    this.committing.throwIfFailed();
     return this.invoke(this.requireCurrent("write").transaction, value, context);
   }
 
@@ -462,7 +463,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   writeBatch(values: readonly IN[], context: SinkContext): Promise<void> | void {
-    this.throwIfCommitFailed();
+    this.committing.throwIfFailed();
     const transaction = this.requireCurrent("writeBatch").transaction;
     if (this.invokeBatch !== undefined) return this.invokeBatch(transaction, values, context);
     for (let index = 0; index < values.length; index++) {
@@ -484,7 +485,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     const state = this.state;
     if (state === undefined) throw this.notInitialized("snapshotState");
     const { checkpointId } = context;
-    this.throwIfCommitFailed();
+    this.committing.throwIfFailed();
     // The job's last checkpoint (also on a stop, which has no finish()): commit it inline.
     if (context.isFinal === true) this.finishing = true;
     const holder = this.requireCurrent("snapshotState", checkpointId);
@@ -492,11 +493,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     await this.preCommit(holder.transaction, context);
     this.current = undefined;
     const pending: TransactionHolder<TXN> = { ...holder, checkpointId, bytes: undefined };
-    pending.bytes = this.serialize(pending, checkpointId);
-    this.pending.push(pending);
-    this.snapshotIds.push(checkpointId);
-    // Ids only grow, but keep the order right even if a coordinator retries an id.
-    this.pending.sort((a, b) => a.checkpointId - b.checkpointId);
+    pending.bytes = this.transactionSerializer.serialize(pending, checkpointId);
+    this.pending.preCommitted(pending);
     this.transactionMetrics?.update();
     this.latestCheckpointId = checkpointId;
     this.log.debug(
@@ -509,23 +507,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       subtaskIndex: this.runtimeContext.subtaskIndex,
       parallelism: this.runtimeContext.parallelism,
     };
-    const entries: TransactionStateEntry[] = this.pending.map((each) => ({
-      kind: "pending",
-      checkpointId: each.checkpointId,
-      transaction: each.bytes ?? this.serialize(each, checkpointId),
-      startedAt: each.startedAt,
-      ...writer,
-    }));
-    if (open !== undefined) {
-      entries.push({
-        kind: "open",
-        checkpointId,
-        transaction: this.serialize(open, checkpointId),
-        startedAt: open.startedAt,
-        ...writer,
-      });
-    }
-    state.update(entries);
+    state.update(stateEntriesOf(this.pending.all(), open, checkpointId, writer, this.transactionSerializer));
   }
 
   /**
@@ -543,17 +525,12 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       await this.commitUpTo(checkpointId, false);
       return;
     }
-    const running = this.commitUpTo(checkpointId, false).catch((error: unknown) => {
-      // Surfaces at the next write, snapshot or notification; the transaction stays pending.
-      this.commitFailure ??= error;
+    // A failure surfaces at the next write, snapshot or notification; the transaction stays pending.
+    this.committing.start(this.commitUpTo(checkpointId, false), (error) => {
       this.log.error(
         { err: error, checkpointId, pendingCheckpointIds: this.pendingCheckpointIds() },
         "background commit failed; the job fails at the sink's next call and the transaction stays pending in every checkpoint until a restart commits it",
       );
-    });
-    this.committing = running;
-    void running.finally(() => {
-      if (this.committing === running) this.committing = undefined;
     });
   }
 
@@ -587,8 +564,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   async awaitBackgroundCommit(): Promise<void> {
-    await this.committing;
-    this.throwIfCommitFailed();
+    await this.committing.settled();
+    this.committing.throwIfFailed();
   }
 
   /**
@@ -602,7 +579,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
    * ```
    */
   notifyCheckpointAborted(checkpointId: number): void {
-    this.abortedCheckpoints.add(checkpointId);
+    this.pending.checkpointAborted(checkpointId);
     this.log.debug(
       { checkpointId, pendingCheckpointIds: this.pendingCheckpointIds() },
       "checkpoint aborted; pending transactions wait for a later checkpoint",
@@ -641,9 +618,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     this.closed = true;
     try {
       // A commit still running ends first (a failure was logged by commitWithRetry and stays pending).
-      await this.committing;
-      const orphaned = this.pending.filter((holder) => this.onlyInFailedCheckpoints(holder));
-      this.pending = this.pending.filter((holder) => !orphaned.includes(holder));
+      await this.committing.settled();
+      const orphaned = this.pending.takeOrphaned();
       // What stays pending is a restart's to commit: the gauges keep showing it.
       this.transactionMetrics?.close();
       const holder = this.current;
@@ -670,17 +646,6 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
     }
   }
 
-  /**
-   * Pre-committed in this attempt, and every checkpoint of this attempt since then failed for good.
-   * A transaction restored from a checkpoint is never one: that stored checkpoint references it.
-   */
-  private onlyInFailedCheckpoints(holder: TransactionHolder<TXN>): boolean {
-    if (!this.snapshotIds.includes(holder.checkpointId)) return false;
-    return this.snapshotIds
-      .filter((checkpointId) => checkpointId >= holder.checkpointId)
-      .every((checkpointId) => this.abortedCheckpoints.has(checkpointId));
-  }
-
   private async abortOnClose(holder: TransactionHolder<TXN>, what: string): Promise<void> {
     try {
       await this.abort(holder.transaction);
@@ -698,10 +663,6 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
         `aborting the ${what} on close failed; ignored so that it does not hide the original failure (a restart aborts it)`,
       );
     }
-  }
-
-  private throwIfCommitFailed(): void {
-    if (this.commitFailure !== undefined) throw this.commitFailure;
   }
 
   private bindContext(context: RuntimeContext): void {
@@ -734,7 +695,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
 
   /** Commits pending transactions with id ≤ `upTo` in order; the first one that fails stops it and stays pending. */
   private async commitUpTo(upTo: number, recovering: boolean): Promise<void> {
-    const due = this.pending.filter((holder) => holder.checkpointId <= upTo);
+    const due = this.pending.dueUpTo(upTo);
     if (due.length === 0) {
       if (!recovering) {
         this.log.debug(
@@ -748,7 +709,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       const started = performance.now();
       const outcome = await commitWithRetry(this.committer(), holder, recovering);
       this.transactionMetrics?.observeCommit(performance.now() - started);
-      this.pending = this.pending.filter((each) => each !== holder);
+      this.pending.committed(holder);
       this.transactionMetrics?.update();
       this.log.debug(
         {
@@ -774,34 +735,6 @@ export abstract class TwoPhaseCommitSink<IN, TXN>
       describe: (transaction) => this.describeTransaction(transaction),
       onRetry: () => this.retriesCounter().inc(1, this.metricLabels()),
     };
-  }
-
-  private restoreHolder(entry: TransactionStateEntry): TransactionHolder<TXN> {
-    // The structured-clone state serializer may hand back a Uint8Array: make it a Buffer again.
-    const raw: Uint8Array = entry.transaction;
-    const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-    let transaction: TXN;
-    try {
-      transaction = this.transactionSerializer.deserialize(bytes);
-    } catch (error) {
-      throw new RecoveryError(
-        `${this.name}: cannot read the ${entry.kind} transaction of checkpoint ${entry.checkpointId} with the transactionSerializer`,
-        { cause: error, details: { checkpointId: entry.checkpointId } },
-      );
-    }
-    return { checkpointId: entry.checkpointId, transaction, startedAt: entry.startedAt, bytes };
-  }
-
-  private serialize(holder: TransactionHolder<TXN>, checkpointId: number): Buffer {
-    try {
-      return this.transactionSerializer.serialize(holder.transaction);
-    } catch (error) {
-      throw new CheckpointError(
-        "CHECKPOINT_FAILED",
-        `${this.name}: cannot serialize transaction ${this.describeTransaction(holder.transaction)}: give a transactionSerializer that handles it`,
-        { checkpointId, cause: error },
-      );
-    }
   }
 
   private requireCurrent(operation: string, checkpointId?: number): TransactionHolder<TXN> {
