@@ -150,27 +150,45 @@ async function logStartOffsets(topic: string): Promise<number> {
 }
 
 describe("keyBy across processes through a Kafka repartition topic", { timeout: 420_000 }, () => {
-  it("a key on two partitions, one process per subtask: one count of 6 for the whole job", async () => {
-    const { input, output, env } = await setup("repartition-count", 2);
-    for (const partition of [0, 1]) {
-      await produce(
-        input,
-        [1, 2, 3].map((t) => ({ value: JSON.stringify({ key: "a", t }), partition })),
+  it.each([
+    ["the exchange's codec", false],
+    ["the keyBy's serializer", true],
+  ])(
+    "a key on two partitions, one process per subtask, records crossing with %s: one count of 6 for the whole job",
+    async (_, serialized) => {
+      const { input, output, env } = await setup("repartition-count", 2);
+      for (const partition of [0, 1]) {
+        await produce(
+          input,
+          [1, 2, 3].map((t) => ({ value: JSON.stringify({ key: "a", t }), partition })),
+        );
+      }
+      const processes = await startAll(
+        { ...env, BOUNDED: "1", SERIALIZER: serialized ? "1" : "0" },
+        2,
+        [1, 0],
       );
-    }
-    const processes = await startAll({ ...env, BOUNDED: "1" }, 2, [1, 0]);
-    for (const child of processes) await child.waitFor(/^DONE end-of-input/, 120_000);
-    const records = await readAll(output, { expected: 6, timeoutMs: 10_000 });
-    expect(records.map((record) => record.value).sort()).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
-    const purged = await logStartOffsets(repartitionTopicName(env.JOB_ID, "counts"));
-    expect({
-      purged: purged > 0,
-      stderr: purged > 0 ? "" : processes.map((child) => child.stderr).join("\n"),
-    }).toEqual({
-      purged: true,
-      stderr: "",
-    });
-  });
+      for (const child of processes) await child.waitFor(/^DONE end-of-input/, 120_000);
+      const records = await readAll(output, { expected: 6, timeoutMs: 10_000 });
+      expect(records.map((record) => record.value).sort()).toEqual([
+        "a=1",
+        "a=2",
+        "a=3",
+        "a=4",
+        "a=5",
+        "a=6",
+      ]);
+      expect(processes.some((child) => child.lines.includes("DESERIALIZED"))).toBe(serialized);
+      const purged = await logStartOffsets(repartitionTopicName(env.JOB_ID, "counts"));
+      expect({
+        purged: purged > 0,
+        stderr: purged > 0 ? "" : processes.map((child) => child.stderr).join("\n"),
+      }).toEqual({
+        purged: true,
+        stderr: "",
+      });
+    },
+  );
 
   it("without an exchange configured, one process per subtask with keyBy fails at start saying what to add", async () => {
     const { env } = await setup("repartition-missing", 1);

@@ -88,4 +88,101 @@ describe("onceflow run --threads, Kafka → Kafka", { timeout: 180_000 }, () => 
       await rm(cwd, { recursive: true, force: true });
     }
   });
+
+  it("keyBy with kafkaRecordSerializer across threads: one count per key over every partition, records as they were read", async () => {
+    const input = await createTopic(uniqueName("threads-keyed-in"), 4);
+    const output = await createTopic(uniqueName("threads-keyed-out"), 2);
+    // Every key in every partition: only an exchange by key gives one count per key.
+    const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
+    const perPartition = 30;
+    for (let p = 0; p < 4; p++) {
+      await produce(
+        input,
+        Array.from({ length: perPartition }, (_, i) => ({
+          key: keys[i % keys.length]!,
+          value: `p${p}-${i}`,
+          partition: p,
+          headers: { origin: `p${p}` },
+        })),
+      );
+    }
+    const cwd = await mkdtemp(join(tmpdir(), "onceflow-kafka-threads-keyed-"));
+    try {
+      const settings = {
+        brokers: kafkaBrokers(),
+        input,
+        output,
+        prefix: uniqueName("threads-keyed"),
+        checkpoints: join(cwd, "checkpoints"),
+      };
+      await writeFile(
+        join(cwd, "job.mjs"),
+        `import { Deserializers, KafkaSink, KafkaSource, kafkaRecordSerializer } from ${JSON.stringify(dist("connector-kafka"))};
+import { Job, filesystem } from ${JSON.stringify(dist("core"))};
+const settings = ${JSON.stringify(settings)};
+class CountPerKey {
+  open(context) { this.count = context.getState({ name: "count" }); }
+  processElement(record, context, out) {
+    const count = (this.count.value() ?? 0) + 1;
+    this.count.update(count);
+    const as = Buffer.isBuffer(record.value) ? "buffer" : typeof record.value;
+    out.collect([record.key, count, record.value.toString(), as, record.topic, record.headers.origin].join("|"));
+  }
+}
+export function createJob(launch) {
+  const job = new Job({
+    jobId: settings.prefix,
+    parallelism: 2,
+    checkpointing: { interval: 300, storage: filesystem(settings.checkpoints) },
+    restartStrategy: { type: "none" },
+    ...launch,
+  });
+  job
+    .fromSource(
+      new KafkaSource({ brokers: settings.brokers, topics: [settings.input], startingOffsets: "earliest", stoppingOffsets: "latest", value: Deserializers.buffer(), maxBatchSize: 16 }),
+      { uid: "in" },
+    )
+    .keyBy((record) => record.key ?? "", { serializer: kafkaRecordSerializer() })
+    .process(() => new CountPerKey(), { uid: "count" })
+    .sinkTo(
+      () => new KafkaSink({ brokers: settings.brokers, topic: settings.output, deliveryGuarantee: "exactly-once", transactionalIdPrefix: settings.prefix }),
+      { uid: "out" },
+    );
+  return job;
+}
+`,
+      );
+      const child = spawn(process.execPath, [cli, "run", "job.mjs", "--threads"], {
+        cwd,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let printed = "";
+      child.stdout.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      expect(code, printed).toBe(0);
+
+      const total = 4 * perPartition;
+      const records = await readAll(output, { expected: total, timeoutMs: 30_000 });
+      const rows = records.map((record) => (record.value ?? "").split("|"));
+      expect(rows).toHaveLength(total);
+      for (const key of keys) {
+        const counts = rows.filter(([rowKey]) => rowKey === key).map(([, count]) => Number(count));
+        // 4 partitions × 3 records of each key: counts 1..12, each once — one state per key.
+        expect(counts.sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+      }
+      // Every record arrived as it was read: its value a Buffer, its topic and headers kept.
+      expect(rows.map(([, , value]) => value).sort()).toEqual(
+        Array.from({ length: 4 }, (_, p) => Array.from({ length: perPartition }, (_, i) => `p${p}-${i}`))
+          .flat()
+          .sort(),
+      );
+      expect(new Set(rows.map(([, , , as, topic]) => `${as} ${topic}`))).toEqual(
+        new Set([`buffer ${input}`]),
+      );
+      for (const [, , value, , , origin] of rows) expect(origin).toBe(value!.split("-")[0]);
+    } finally {
+      await rm(cwd, { recursive: true, force: true });
+    }
+  });
 });

@@ -29,6 +29,7 @@ export type { DeserializationContext, Deserializer } from "./source/deserializer
 export { Deserializers } from "./source/deserializer.js";
 export type { KafkaPartitionSplit, PendingStart } from "./source/kafka-partition-split.js";
 export type { KafkaHeader, KafkaRecord } from "./source/kafka-record.js";
+export { kafkaRecordSerializer } from "./source/kafka-record-serializer.js";
 export { KafkaSource } from "./source/kafka-source.js";
 export type {
   DeserializationErrorPolicy,

@@ -120,6 +120,7 @@ export type {
   ExchangeDataRecord,
   ExchangeRecord,
 } from "./runtime/exchange/cross-process-exchange.js";
+export type { KeyByOptions, RecordSerializer } from "./runtime/exchange/record-serializer.js";
 // Jobs
 export type { JobOptions, JobResult, SourceOptions } from "./runtime/job.js";
 export { Job } from "./runtime/job.js";

@@ -5,6 +5,7 @@ import {
   type ExchangeChannelSpec,
   type ExchangeRecord,
   type Logger,
+  type RecordSerializer,
   type Source,
   type SourceBatch,
   type SourceReader,
@@ -47,7 +48,10 @@ export interface KafkaRepartitionExchangeOptions extends ClientOptions {
   readonly replicationFactor?: number;
   /** Topic settings when the topic is created, e.g. `{ "min.insync.replicas": "2" }`. */
   readonly topicConfig?: Readonly<Record<string, string>>;
-  /** How values cross the topic (default JSON: see {@link RepartitionCodec} for what survives). */
+  /**
+   * How values cross the topic (default JSON: see {@link RepartitionCodec} for what survives). A
+   * `keyBy` given a `serializer` uses that instead.
+   */
   readonly codec?: RepartitionCodec;
   /**
    * Delete what every keyed subtask has read once the checkpoint that covers it completes (Kafka's
@@ -106,13 +110,25 @@ export function repartitionTopicName(
   return `${topicPrefix}${jobId}-${keyedUid}`;
 }
 
+/** The `keyBy`'s serializer as the topic's codec: it knows the records better than the exchange's. */
+function serializerCodec(serializer: RecordSerializer<unknown>): RepartitionCodec {
+  return {
+    serialize: (value) => {
+      const bytes = serializer.serialize(value);
+      return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
+    deserialize: (bytes) => serializer.deserialize(bytes),
+  };
+}
+
 function repartitionChannel(
   options: KafkaRepartitionExchangeOptions,
   kafka: () => Kafka,
   topic: string,
   spec: ExchangeChannelSpec,
 ): ExchangeChannel {
-  const codec = options.codec ?? jsonCodec;
+  const codec =
+    spec.serializer === undefined ? (options.codec ?? jsonCodec) : serializerCodec(spec.serializer);
   let created: Promise<void> | undefined;
   const ensureTopic = (logger: Logger | undefined): Promise<void> => {
     created ??= createTopicIfMissing(kafka(), topic, spec.maxParallelism, options, logger).catch((error) => {

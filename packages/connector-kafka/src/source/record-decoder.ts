@@ -23,6 +23,7 @@ import { splitIdOf } from "./kafka-partition-split.js";
 import type { KafkaHeader, KafkaRecord } from "./kafka-record.js";
 import type { DeserializationErrorPolicy } from "./kafka-source-options.js";
 import type { PartitionState } from "./partition-state.js";
+import { headersByName, NO_RECORD_HEADERS } from "./record-headers.js";
 
 /** The reader settings a {@link RecordDecoder} uses. */
 export interface RecordDecoderConfig<K, V, H> {
@@ -34,7 +35,6 @@ export interface RecordDecoderConfig<K, V, H> {
 }
 
 /** The headers of every record without headers: frozen, so no consumer can change another's. */
-const NO_RECORD_HEADERS: Readonly<Record<string, never>> = Object.freeze({});
 const NO_HEADER_LIST: readonly never[] = Object.freeze([]);
 
 /** Deserializes the key or value at `data[start, end)`. */
@@ -140,29 +140,13 @@ export class RecordDecoder<K, V, H> {
     raw: RawRecord["headers"],
     context: DeserializationContext,
   ): { headers: Record<string, H | null | Array<H | null>>; headerList: Array<KafkaHeader<H>> } {
-    const headers: Record<string, H | null | Array<H | null>> = {};
     const headerList: Array<KafkaHeader<H>> = [];
     const header = (bytes: Buffer | null): H | null =>
       bytes === null ? null : this.config.headers.deserialize(bytes, context);
     // The decoder's order; a record decoded by kafkajs (old Fetch versions) has names in a row.
     const ordered = raw[HEADER_LIST] ?? rawHeaderList(raw);
-    const byName = new Map<string, Array<H | null>>();
-    for (const [name, bytes] of ordered) {
-      const decoded = header(bytes);
-      headerList.push([name, decoded]);
-      const values = byName.get(name);
-      if (values === undefined) byName.set(name, [decoded]);
-      else values.push(decoded);
-    }
-    for (const [name, values] of byName) {
-      // defineProperty: an assignment to `__proto__` would set the prototype instead of a header.
-      Object.defineProperty(headers, name, {
-        value: values.length === 1 ? values[0] : values,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    for (const [name, bytes] of ordered) headerList.push([name, header(bytes)]);
+    const headers = headersByName(headerList);
     return { headers, headerList };
   }
 

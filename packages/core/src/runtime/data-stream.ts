@@ -12,6 +12,7 @@ import {
   createWindowReduceFunction,
   type WindowOptions,
 } from "../window/window-function.js";
+import type { KeyByOptions, RecordSerializer } from "./exchange/record-serializer.js";
 import { type KeyedPartitioning, KeyedProcessOperator } from "./operators/keyed-process-operator.js";
 import { SinkOperator } from "./operators/sink-operator.js";
 import {
@@ -91,15 +92,17 @@ export class DataStream<T> {
    * per key for the whole job, whatever split or subtask a record came from. Each key falls into
    * one of the job's `maxParallelism` key groups (see `assignToKeyGroup`), and every record goes
    * through the exchange to the subtask that owns its key group. Keys are strings, numbers,
-   * bigints or booleans (join the parts of a composite key into a string).
+   * bigints or booleans (join the parts of a composite key into a string). Where the exchange
+   * crosses threads or processes, `options.serializer` makes the crossing cheaper than the default
+   * structured clone (see {@link RecordSerializer}).
    *
    * @example
    * ```ts
    * clicks.keyBy((click) => click.user).process(new CountPerUser(), { uid: "counts" });
    * ```
    */
-  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<K, T> {
-    return new KeyedStream(this.graph, this.node, keySelector, "key-group");
+  keyBy<K extends StateKey>(keySelector: (value: T) => K, options: KeyByOptions<T> = {}): KeyedStream<K, T> {
+    return new KeyedStream(this.graph, this.node, keySelector, "key-group", options.serializer);
   }
 
   /**
@@ -173,6 +176,7 @@ export class KeyedStream<K extends StateKey, T> {
     private readonly input: StreamNode,
     private readonly keySelector: (value: T) => K,
     private readonly partitioning: KeyedPartitioning["kind"],
+    private readonly serializer?: RecordSerializer<T>,
   ) {}
 
   /** Processes each record with keyed state and timers. */
@@ -197,7 +201,14 @@ export class KeyedStream<K extends StateKey, T> {
         );
       },
       undefined,
-      this.partitioning === "key-group" ? { keySelector } : undefined,
+      this.partitioning === "key-group"
+        ? {
+            keySelector,
+            ...(this.serializer === undefined
+              ? {}
+              : { serializer: this.serializer as RecordSerializer<unknown> }),
+          }
+        : undefined,
     );
     return new DataStream<OUT>(this.graph, node);
   }

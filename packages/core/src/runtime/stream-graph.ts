@@ -1,5 +1,6 @@
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import type { Source, SourceSplit } from "../source/source.js";
+import type { RecordSerializer } from "./exchange/record-serializer.js";
 import type { StreamOperator } from "./operators/stream-operator.js";
 
 /** Where an operator instance is created: which subtask, and how many this process runs. */
@@ -22,7 +23,11 @@ export interface StreamNode {
    * Set on an operator after `keyBy`: its input is repartitioned by key group (the exchange), so
    * each record reaches the subtask that owns its key.
    */
-  readonly exchange?: { readonly keySelector: (value: unknown) => unknown };
+  readonly exchange?: {
+    readonly keySelector: (value: unknown) => unknown;
+    /** How records cross between threads and processes (structured clones when absent). */
+    readonly serializer?: RecordSerializer<unknown>;
+  };
   readonly createOperator: (context: OperatorCreationContext) => StreamOperator;
 }
 

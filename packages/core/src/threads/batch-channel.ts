@@ -2,9 +2,9 @@ import type { MessagePort } from "node:worker_threads";
 import { OnceflowError } from "../errors/onceflow-error.js";
 
 /**
- * What crosses a channel between two subtask threads, in order: record batches (serialized with
- * `v8.serialize`, as state is in a checkpoint, so Buffers, Dates, Maps and bigints arrive as they
- * left), watermarks, idleness, checkpoint barriers and the end of input.
+ * What crosses a channel between two subtask threads, in order: record batches (encoded by
+ * `encodeRecordBatch`: with the `keyBy`'s serializer, or structured clones, so Buffers, Dates, Maps
+ * and bigints arrive as they left), watermarks, idleness, checkpoint barriers and the end of input.
  *
  * @example
  * ```ts

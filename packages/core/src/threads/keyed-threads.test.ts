@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,11 @@ interface Settings {
   readonly parallelism: number;
   readonly checkpoints: string;
   readonly output: string;
+  /**
+   * The windowed job's keyBy gets a serializer (`user,at` as text), whose `deserialize` writes this
+   * file: records crossed the threads as its bytes.
+   */
+  readonly serializedMarker?: string;
   /** The thread of subtask 1 dies of an uncaught error once (this file marks that it did), then restarts. */
   readonly dieOnce?: string;
   /** `files`: lines of `paths` counted per line; `generator`: `count` records of `keys` keys. */
@@ -92,11 +98,20 @@ export function createJob(launch) {
       .aggregate(countAggregate(), (user, window, count) => ({ user, start: window.start, count }), { uid: "count" })
       .sinkTo(sink, { uid: "out" });
   } else {
+    const marker = settings.serializedMarker;
+    const serializer = {
+      serialize: (click) => Buffer.from(click.user + "," + click.at),
+      deserialize: (bytes) => {
+        if (!existsSync(marker)) writeFileSync(marker, "deserialized");
+        const [user, at] = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString().split(",");
+        return { user, at: Number(at) };
+      },
+    };
     job.fromSource(
       new GeneratorSource({ count: input.count, splits: 3, generate: (i) => ({ user: "u" + (i % input.keys), at: i }) }),
       { uid: "clicks", watermarks: { timestampAssigner: (click) => click.at, maxOutOfOrderness: 100 } },
     )
-      .keyBy((click) => click.user)
+      .keyBy((click) => click.user, marker === undefined ? {} : { serializer })
       .window(TumblingEventTimeWindows.of(1000))
       .aggregate(countAggregate(), (user, window, count) => ({ user, start: window.start, count }), { uid: "count" })
       .sinkTo(sink, { uid: "out" });
@@ -155,29 +170,38 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     expect([...rows].sort()).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
   });
 
-  it("a windowed count per key in three threads equals the count computed from the input", async () => {
-    const directory = await folder();
-    const count = 30_000;
-    const keys = 37;
-    await runInThreads(directory, {
-      jobId: "windows",
-      parallelism: 3,
-      checkpoints: join(directory, "checkpoints"),
-      output: join(directory, "out"),
-      input: { kind: "windows", count, keys },
-    });
-    const rows = await readCommittedFiles<{ user: string; start: number; count: number }>(
-      join(directory, "out"),
-    );
-    const expected = new Map<string, number>();
-    for (let i = 0; i < count; i++) {
-      const name = `u${i % keys}@${Math.floor(i / 1000) * 1000}`;
-      expected.set(name, (expected.get(name) ?? 0) + 1);
-    }
-    const actual = new Map(rows.map((row) => [`${row.user}@${row.start}`, row.count]));
-    expect(rows).toHaveLength(expected.size);
-    expect(actual).toEqual(expected);
-  });
+  it.each([
+    ["as structured clones", false],
+    ["as the bytes of the keyBy's serializer", true],
+  ])(
+    "a windowed count per key in three threads, records crossing %s, equals the count computed from the input",
+    async (_, serialized) => {
+      const directory = await folder();
+      const count = 30_000;
+      const keys = 37;
+      const marker = join(directory, "deserialized");
+      await runInThreads(directory, {
+        jobId: "windows",
+        parallelism: 3,
+        checkpoints: join(directory, "checkpoints"),
+        output: join(directory, "out"),
+        input: { kind: "windows", count, keys },
+        ...(serialized ? { serializedMarker: marker } : {}),
+      });
+      expect(existsSync(marker)).toBe(serialized);
+      const rows = await readCommittedFiles<{ user: string; start: number; count: number }>(
+        join(directory, "out"),
+      );
+      const expected = new Map<string, number>();
+      for (let i = 0; i < count; i++) {
+        const name = `u${i % keys}@${Math.floor(i / 1000) * 1000}`;
+        expected.set(name, (expected.get(name) ?? 0) + 1);
+      }
+      const actual = new Map(rows.map((row) => [`${row.user}@${row.start}`, row.count]));
+      expect(rows).toHaveLength(expected.size);
+      expect(actual).toEqual(expected);
+    },
+  );
 
   it("a subtask thread without a split does not hold back the watermark in the other threads", async () => {
     const directory = await folder();

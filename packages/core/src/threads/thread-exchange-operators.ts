@@ -1,12 +1,13 @@
-import { deserialize, serialize } from "node:v8";
 import type { MessagePort } from "node:worker_threads";
 import { ConfigurationError } from "../errors/onceflow-error.js";
 import { KeyGroupExchangeOperator } from "../runtime/exchange/key-group-exchange.js";
+import type { RecordSerializer } from "../runtime/exchange/record-serializer.js";
 import { StageGate } from "../runtime/exchange/stage-gate.js";
 import { type RecordBatch, StreamOperator } from "../runtime/operators/stream-operator.js";
 import type { OperatorCreationContext, StreamNode } from "../runtime/stream-graph.js";
 import type { SubtaskOperators } from "../runtime/subtask-host.js";
 import { BatchChannelReceiver, BatchChannelSender, type ChannelMessage } from "./batch-channel.js";
+import { decodeRecordBatch, encodeRecordBatch } from "./batch-encoding.js";
 import { ThreadExchange } from "./thread-exchange.js";
 
 /**
@@ -81,6 +82,7 @@ export function createThreadOperators(
 ): SubtaskOperators {
   const { subtaskIndex, parallelism } = context;
   const exchangeNode = nodes.find((node) => node.exchange !== undefined)!;
+  const serializer = exchangeNode.exchange!.serializer;
   const behind = behindExchange(nodes, exchangeNode);
   const gate = new StageGate(wake);
   const byNode = new Map<number, StreamOperator>();
@@ -110,7 +112,7 @@ export function createThreadOperators(
         }
         const sender = new BatchChannelSender(ports.to[other]!, ports.capacity);
         senders.set(other, sender);
-        exchange.connectTo(new ChannelSenderOperator(`${node.uid}.to-${other}`, sender));
+        exchange.connectTo(new ChannelSenderOperator(`${node.uid}.to-${other}`, sender, serializer));
         const receiver = new ChannelReceiverOperator(`${node.uid}.from-${other}`);
         receiver.connectTo(operator, gate);
         receiverOperators.set(other, receiver);
@@ -131,7 +133,7 @@ export function createThreadOperators(
     const handle = (message: ChannelMessage): void | Promise<void> => {
       switch (message.type) {
         case "batch":
-          return receiverOperator.deliverBatch(deserialize(message.bytes) as RecordBatch);
+          return receiverOperator.deliverBatch(decodeRecordBatch(message.bytes, serializer));
         case "watermark":
           return receiverOperator.deliverWatermark(message.watermark);
         case "idle":
@@ -160,12 +162,13 @@ class ChannelSenderOperator extends StreamOperator {
   constructor(
     uid: string,
     private readonly sender: BatchChannelSender,
+    private readonly serializer: RecordSerializer<unknown> | undefined,
   ) {
     super(uid);
   }
 
   processBatch(batch: RecordBatch): Promise<void> {
-    const bytes = serialize({ splitKey: batch.splitKey, values: batch.values, timestamps: batch.timestamps });
+    const bytes = encodeRecordBatch(batch, this.serializer);
     const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     // A Buffer of its own (not a slice of Node's pool) can be transferred instead of copied.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;

@@ -1,5 +1,6 @@
 import type { Sink } from "../../sink/sink.js";
 import type { Source, SourceSplit } from "../../source/source.js";
+import type { RecordSerializer } from "./record-serializer.js";
 
 /**
  * One record crossing an exchange between processes: a record of the stream (`data`) bound for
@@ -73,6 +74,8 @@ export interface ExchangeChannelSpec {
   readonly maxParallelism: number;
   /** The job's parallelism (how many subtasks send, and receive). */
   readonly parallelism: number;
+  /** The `keyBy`'s serializer, when it has one: the exchange writes records with it. */
+  readonly serializer?: RecordSerializer<unknown>;
 }
 
 /**

@@ -52,6 +52,7 @@ export function crossProcessNodes(
       keyedUid: node.uid,
       maxParallelism: job.maxParallelism,
       parallelism: job.parallelism,
+      ...(keyed.serializer === undefined ? {} : { serializer: keyed.serializer }),
     });
     const source = new ChannelSource(channel, job.maxParallelism);
     const sender: StreamNode = {
