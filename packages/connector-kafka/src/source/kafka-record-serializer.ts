@@ -54,6 +54,13 @@ export function kafkaRecordSerializer<K = string, V = string, H = string>(): Rec
     scratch.writeUInt32LE(length, offset);
     offset += 4 + length;
   };
+  // Offsets are decimal digits, a byte each: written here, not through a call into the runtime.
+  const writeDigits = (digits: string): void => {
+    reserve(4 + digits.length);
+    scratch.writeUInt32LE(digits.length, offset);
+    offset += 4;
+    for (let index = 0; index < digits.length; index++) scratch[offset++] = digits.charCodeAt(index);
+  };
   const writeBytes = (bytes: Uint8Array): void => {
     reserve(4 + bytes.byteLength);
     scratch.writeUInt32LE(bytes.byteLength, offset);
@@ -85,7 +92,7 @@ export function kafkaRecordSerializer<K = string, V = string, H = string>(): Rec
       scratch.writeInt32LE(record.partition, offset);
       scratch.writeDoubleLE(record.timestamp, offset + 4);
       offset += 12;
-      writeText(record.offset);
+      writeDigits(record.offset);
       writeField(record.key);
       writeField(record.value);
       reserve(4);
@@ -126,10 +133,7 @@ export function kafkaRecordSerializer<K = string, V = string, H = string>(): Rec
       };
       const topicLength = readLength();
       position += topicLength;
-      if (
-        topicLength !== readTopicBytes.length ||
-        buffer.compare(readTopicBytes, 0, topicLength, position - topicLength, position) !== 0
-      ) {
+      if (!sameBytes(readTopicBytes, buffer, position - topicLength, topicLength)) {
         readTopicBytes = Buffer.from(buffer.subarray(position - topicLength, position));
         readTopicText = readTopicBytes.toString("utf8");
       }
@@ -158,4 +162,11 @@ export function kafkaRecordSerializer<K = string, V = string, H = string>(): Rec
       };
     },
   };
+}
+
+/** Whether `buffer[start, start + length)` holds exactly `expected` (short: compared here). */
+function sameBytes(expected: Buffer, buffer: Buffer, start: number, length: number): boolean {
+  if (expected.length !== length) return false;
+  for (let index = 0; index < length; index++) if (expected[index] !== buffer[start + index]) return false;
+  return true;
 }
