@@ -733,7 +733,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, input, round, expected);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(1).padStart(5)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}, second tenth → last tenth ${drift(m.rssByTenthMiB[1], m.rssByTenthMiB[9])} (by tenth of the input: ${m.rssByTenthMiB.map((value) => mib(value)).join(" ")})  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
+      `round ${round + 1} ${name.padEnd(14)} ${m.recordsPerSecond.toLocaleString("en").padStart(9)} rec/s  ${m.cpuSecondsPerMillion.toFixed(2).padStart(6)} CPU-s/1M  (${m.wallSeconds.toFixed(1)} s wall, output verified)  first checkpoint ${seconds(m.firstCheckpointSeconds)} s, first output ${seconds(m.firstOutputSeconds)} s  RSS ${mib(m.rssAtMillionMiB)} MiB at 1M, ${mib(m.rssEndMiB)} at the end of input, median ${mib(m.rssMedianMiB)}, peak ${mib(m.rssPeakMiB)}, second tenth → last tenth ${drift(m.rssByTenthMiB[1], m.rssByTenthMiB[9])} (by tenth of the input: ${m.rssByTenthMiB.map((value) => mib(value)).join(" ")})  machine CPU busy ${percent(m.machineBusyPercent)} % (candidate ${percent(m.candidatePercent)} %, broker ${percent(m.brokerPercent)} %, this driver ${percent(m.driverPercent)} %, the rest ${percent(rest(m))} %), broker ${cpuPerMillion(m.brokerCpuSecondsPerMillion)} CPU-s/1M`,
     );
   }
 }
@@ -761,6 +761,6 @@ for (const [name, list] of results) {
     cpuPerMillion(medianOf(list.map((m) => m.brokerCpuSecondsPerMillion))),
   ];
   console.log(
-    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(1)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} | ${steady} | ${load.join(" | ")} |`,
+    `| ${name} | ${rate.toLocaleString("en")} | ${(rate / reference).toFixed(2)} | ${median(list.map((m) => m.cpuSecondsPerMillion)).toFixed(2)} | ${seconds(medianOf(list.map((m) => m.firstCheckpointSeconds)))} | ${seconds(median(list.map((m) => m.firstOutputSeconds)))} | ${rss.join(" / ")} | ${steady} | ${load.join(" | ")} |`,
   );
 }
