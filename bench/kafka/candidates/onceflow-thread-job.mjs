@@ -3,7 +3,10 @@
 // onceflow-job.mjs (BENCH_WORK passes of work per record too, work.mjs), at BENCH_PARALLELISM, with
 // checkpoints every BENCH_CHECKPOINT_INTERVAL_MS (default 1000); with BENCH_PIPELINE=keyed, the keyed
 // pipeline of keyed-pipeline.mjs instead (BENCH_MODE its keying). Each thread counts its own records
-// and, when its job ended, posts the count on a BroadcastChannel for the main thread to add up.
+// and posts the count on a BroadcastChannel, for the main thread to add up, when its sink's input
+// ended (the sink's `finish`, before the final checkpoint): a thread's `job.execute` is no end to
+// wait for, since with keyBy's exchange the threads run hosted — the main thread's job coordinates
+// them and no thread calls `execute` — and the sink finishes in both ways of running.
 import { threadId } from "node:worker_threads";
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { filesystem, Job } from "@onceflow/core";
@@ -29,6 +32,8 @@ export function createJob(launch) {
     restartStrategy: { type: "none" },
     ...launch,
   });
+  // This thread's sink: a KafkaSink that posts the thread's count once its input ended.
+  const Sink = reportingOnFinish(report);
   if (env.BENCH_PIPELINE === "keyed") {
     addKeyedPipeline(job, {
       brokers,
@@ -38,6 +43,7 @@ export function createJob(launch) {
       keying: env.BENCH_MODE,
       report,
       factory: false,
+      Sink,
     });
   } else {
     job
@@ -59,7 +65,7 @@ export function createJob(launch) {
         return work(record.value ?? Buffer.alloc(0), rounds);
       })
       .sinkTo(
-        new KafkaSink({
+        new Sink({
           brokers,
           topic: env.BENCH_OUTPUT,
           deliveryGuarantee: env.BENCH_MODE,
@@ -70,15 +76,23 @@ export function createJob(launch) {
         { uid: "out" },
       );
   }
-  const execute = job.execute.bind(job);
-  job.execute = async () => {
-    try {
-      return await execute();
-    } finally {
+  return job;
+}
+
+/**
+ * A KafkaSink class whose `finish` — all input has arrived, before the final checkpoint — posts this
+ * thread's count (`{ threadId, records, firstAt, lastAt }`) on REPORT_CHANNEL. The subtask's sink
+ * finishes only after every record this thread's source read went through its `map` (the sink's
+ * inputs end after the thread's own source and, with keyBy, after every thread's), so the count is
+ * final; the main thread's coordinating job builds a sink too but never runs it.
+ */
+function reportingOnFinish(report) {
+  return class ReportingKafkaSink extends KafkaSink {
+    async finish() {
+      await super.finish();
       const channel = new BroadcastChannel(REPORT_CHANNEL);
       channel.postMessage({ threadId, ...report.snapshot() });
       channel.close();
     }
   };
-  return job;
 }

@@ -1,6 +1,8 @@
 // The `onceflow-eos-threads` candidate: onceflow-job.mjs's pipeline at parallelism P, each subtask
 // in a worker thread of this one process (runSubtasksInThreads). The threads count their own
-// records (onceflow-thread-job.mjs); this main thread adds their counts up and reports the total.
+// records and post their counts when their sinks finished (onceflow-thread-job.mjs); this main
+// thread adds them up and reports the total once the job ended (`threads.finished`: the final
+// checkpoint committed) and every thread's count arrived.
 // With `keyed` last, the threads run the keyed pipeline (keyed-pipeline.mjs) instead, and the mode
 // is its keying: key-group (keyBy) or split (reinterpretAsKeyedStream).
 //   node onceflow-threads.mjs <brokers> <input> <output> <exactly-once|at-least-once> <checkpoint dir> <prefix> <parallelism>
@@ -24,15 +26,17 @@ Object.assign(process.env, {
 });
 const report = createReport();
 const channel = new BroadcastChannel(REPORT_CHANNEL);
-let reported = 0;
+// One count per subtask thread, by its threadId.
+const reporters = new Set();
 let allReported = () => {};
 const everyThread = new Promise((resolve) => {
   allReported = resolve;
 });
 channel.onmessage = ({ data }) => {
+  if (reporters.has(data.threadId)) throw new Error(`thread ${data.threadId} reported twice`);
+  reporters.add(data.threadId);
   report.absorb(data);
-  reported += 1;
-  if (reported === Number(parallelism)) allReported();
+  if (reporters.size === Number(parallelism)) allReported();
 };
 // compare.mts --thread-young-generation; unset, runSubtasksInThreads' default.
 const young = process.env.BENCH_THREAD_YOUNG_MB;
