@@ -38,7 +38,9 @@
 // lingerMs (BENCH_LINGER_MS, 0 allowed); unset, the defaults of the code.
 // The keyed pipeline (candidates named *-keyed*): Kafka → keyBy(user) → 1 s tumbling event-time
 // window count → Kafka, exactly-once — onceflow with keyBy (the exchange) and with
-// reinterpretAsKeyedStream (none), at parallelism 1, 2 in one thread and 2 in worker threads;
+// reinterpretAsKeyedStream (none), at parallelism 1, 2 in one thread and 2 in worker threads (and
+// onceflow-keyed-threads-serializer: keyBy with kafkaRecordSerializer, the records crossing the
+// threads as bytes instead of structured clones);
 // Flink (KafkaSource → keyBy → TumblingEventTimeWindows → aggregate → KafkaSink EXACTLY_ONCE) and
 // Kafka Streams (groupByKey → windowedBy → count → to, exactly_once_v2). Its input: record i is
 // user `u<i mod users>` (the record key; users a multiple of the partitions, so each user's records
@@ -158,8 +160,14 @@ function every50ms(launch: Launch): Launch {
 }
 
 /** onceflow's keyed candidate, in this thread (onceflow-keyed-job.mjs) or in worker threads. */
-function onceflowKeyed(keying: "key-group" | "split", parallelism: number, threads = false) {
+function onceflowKeyed(
+  keying: "key-group" | "split",
+  parallelism: number,
+  threads = false,
+  serializer = false,
+) {
   return (input: string, output: string, dir: string): Launch => ({
+    ...(serializer ? { env: { BENCH_SERIALIZER: "1" } } : {}),
     command: process.execPath,
     args: [
       join(here, threads ? "candidates/onceflow-threads.mjs" : "candidates/onceflow-keyed-job.mjs"),
@@ -182,6 +190,7 @@ const keyedCandidates: Record<string, (input: string, output: string, dir: strin
   "onceflow-keyed-p2": onceflowKeyed("key-group", 2),
   "onceflow-keyed-reinterpret-p2": onceflowKeyed("split", 2),
   "onceflow-keyed-threads": onceflowKeyed("key-group", 2, true),
+  "onceflow-keyed-threads-serializer": onceflowKeyed("key-group", 2, true, true),
   "onceflow-keyed-reinterpret-threads": onceflowKeyed("split", 2, true),
   "flink-keyed": (input, output) =>
     javaPeer("flink", "FlinkKeyedWindowCount", [

@@ -7,7 +7,7 @@
 // bytes replaced, travels through keyBy's exchange; the count does not read it.
 // `keying` is "key-group" (keyBy: the exchange to the subtask owning the key group) or "split"
 // (reinterpretAsKeyedStream: no exchange — correct here because the input is partitioned by user).
-import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
+import { Deserializers, KafkaSink, KafkaSource, kafkaRecordSerializer } from "@onceflow/connector-kafka";
 import { countAggregate, TumblingEventTimeWindows, WatermarkStrategy } from "@onceflow/core";
 import { work, workRounds } from "./work.mjs";
 
@@ -45,7 +45,10 @@ export function addKeyedPipeline(job, options) {
       return rounds === 0 ? record : { ...record, value: work(record.value ?? Buffer.alloc(0), rounds) };
     });
   const user = (record) => record.key ?? "";
-  const keyed = keying === "split" ? records.reinterpretAsKeyedStream(user) : records.keyBy(user);
+  const keyed =
+    keying === "split"
+      ? records.reinterpretAsKeyedStream(user)
+      : records.keyBy(user, options.serializer ? { serializer: kafkaRecordSerializer() } : {});
   const sink = () =>
     new Sink({
       brokers,

@@ -41,6 +41,7 @@ export function createJob(launch) {
       output: env.BENCH_OUTPUT,
       prefix: env.BENCH_PREFIX,
       keying: env.BENCH_MODE,
+      serializer: env.BENCH_SERIALIZER === "1",
       report,
       factory: false,
       Sink,
