@@ -12,17 +12,38 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 const cli = join(root, "packages/core/dist/cli.js");
 const dist = (name: string) => pathToFileURL(join(root, `packages/${name}/dist/index.js`)).href;
 
-function jobModule(settings: {
+interface Settings {
   brokers: string[];
   input: string;
   output: string;
   prefix: string;
   checkpoints: string;
-}): string {
+}
+
+/**
+ * A Kafka → Kafka exactly-once job at parallelism 2: `pass-through` writes each value with the
+ * process and thread that handled it; `keyed-count` keys by the record key (with
+ * kafkaRecordSerializer) and writes `key|count|value|value's type|topic|origin header`.
+ */
+function jobModule(settings: Settings, pipeline: "pass-through" | "keyed-count"): string {
+  const middle =
+    pipeline === "pass-through"
+      ? `.map((record) => \`\${record.value}|\${process.pid}|\${threadId}\`)`
+      : `.keyBy((record) => record.key ?? "", { serializer: kafkaRecordSerializer() })
+    .process(() => new CountPerKey(), { uid: "count" })`;
   return `import { threadId } from "node:worker_threads";
-import { KafkaSink, KafkaSource } from ${JSON.stringify(dist("connector-kafka"))};
+import { Deserializers, KafkaSink, KafkaSource, kafkaRecordSerializer } from ${JSON.stringify(dist("connector-kafka"))};
 import { Job, filesystem } from ${JSON.stringify(dist("core"))};
 const settings = ${JSON.stringify(settings)};
+class CountPerKey {
+  open(context) { this.count = context.getState({ name: "count" }); }
+  processElement(record, context, out) {
+    const count = (this.count.value() ?? 0) + 1;
+    this.count.update(count);
+    const as = Buffer.isBuffer(record.value) ? "buffer" : typeof record.value;
+    out.collect([record.key, count, record.value.toString(), as, record.topic, record.headers.origin].join("|"));
+  }
+}
 export function createJob(launch) {
   const job = new Job({
     jobId: settings.prefix,
@@ -33,10 +54,10 @@ export function createJob(launch) {
   });
   job
     .fromSource(
-      new KafkaSource({ brokers: settings.brokers, topics: [settings.input], startingOffsets: "earliest", stoppingOffsets: "latest", maxBatchSize: 100 }),
+      new KafkaSource({ brokers: settings.brokers, topics: [settings.input], startingOffsets: "earliest", stoppingOffsets: "latest", maxBatchSize: ${pipeline === "pass-through" ? 100 : 16}${pipeline === "pass-through" ? "" : ", value: Deserializers.buffer()"} }),
       { uid: "in" },
     )
-    .map((record) => \`\${record.value}|\${process.pid}|\${threadId}\`)
+    ${middle}
     .sinkTo(
       () => new KafkaSink({ brokers: settings.brokers, topic: settings.output, deliveryGuarantee: "exactly-once", transactionalIdPrefix: settings.prefix }),
       { uid: "out" },
@@ -44,6 +65,20 @@ export function createJob(launch) {
   return job;
 }
 `;
+}
+
+/** Runs `onceflow run job.mjs --threads` in `cwd`; resolves with its exit code, output and pid. */
+async function runInThreads(cwd: string, module: string) {
+  await writeFile(join(cwd, "job.mjs"), module);
+  const child = spawn(process.execPath, [cli, "run", "job.mjs", "--threads"], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let printed = "";
+  child.stdout.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, printed, pid: child.pid };
 }
 
 describe("onceflow run --threads, Kafka → Kafka", { timeout: 180_000 }, () => {
@@ -59,22 +94,19 @@ describe("onceflow run --threads, Kafka → Kafka", { timeout: 180_000 }, () => 
     }
     const cwd = await mkdtemp(join(tmpdir(), "onceflow-kafka-threads-"));
     try {
-      const module = jobModule({
-        brokers: kafkaBrokers(),
-        input,
-        output,
-        prefix: uniqueName("threads"),
-        checkpoints: join(cwd, "checkpoints"),
-      });
-      await writeFile(join(cwd, "job.mjs"), module);
-      const child = spawn(process.execPath, [cli, "run", "job.mjs", "--threads"], {
+      const { code, printed, pid } = await runInThreads(
         cwd,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let printed = "";
-      child.stdout.on("data", (chunk: Buffer) => (printed += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (printed += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+        jobModule(
+          {
+            brokers: kafkaBrokers(),
+            input,
+            output,
+            prefix: uniqueName("threads"),
+            checkpoints: join(cwd, "checkpoints"),
+          },
+          "pass-through",
+        ),
+      );
       expect(code, printed).toBe(0);
       expect(printed).toMatch(/job finished in 2 thread\(s\): .*"endedBy":"end-of-input"/);
 
@@ -82,7 +114,7 @@ describe("onceflow run --threads, Kafka → Kafka", { timeout: 180_000 }, () => 
       const values = records.map((record) => (record.value ?? "").split("|"));
       expect(values.map(([value]) => value).sort()).toEqual([...inputs].sort());
       // One process, two threads: each subtask wrote from its own thread.
-      expect(new Set(values.map(([, pid]) => pid))).toEqual(new Set([String(child.pid)]));
+      expect(new Set(values.map(([, processId]) => processId))).toEqual(new Set([String(pid)]));
       expect(new Set(values.map(([, , thread]) => thread)).size).toBe(2);
     } finally {
       await rm(cwd, { recursive: true, force: true });
@@ -108,58 +140,19 @@ describe("onceflow run --threads, Kafka → Kafka", { timeout: 180_000 }, () => 
     }
     const cwd = await mkdtemp(join(tmpdir(), "onceflow-kafka-threads-keyed-"));
     try {
-      const settings = {
-        brokers: kafkaBrokers(),
-        input,
-        output,
-        prefix: uniqueName("threads-keyed"),
-        checkpoints: join(cwd, "checkpoints"),
-      };
-      await writeFile(
-        join(cwd, "job.mjs"),
-        `import { Deserializers, KafkaSink, KafkaSource, kafkaRecordSerializer } from ${JSON.stringify(dist("connector-kafka"))};
-import { Job, filesystem } from ${JSON.stringify(dist("core"))};
-const settings = ${JSON.stringify(settings)};
-class CountPerKey {
-  open(context) { this.count = context.getState({ name: "count" }); }
-  processElement(record, context, out) {
-    const count = (this.count.value() ?? 0) + 1;
-    this.count.update(count);
-    const as = Buffer.isBuffer(record.value) ? "buffer" : typeof record.value;
-    out.collect([record.key, count, record.value.toString(), as, record.topic, record.headers.origin].join("|"));
-  }
-}
-export function createJob(launch) {
-  const job = new Job({
-    jobId: settings.prefix,
-    parallelism: 2,
-    checkpointing: { interval: 300, storage: filesystem(settings.checkpoints) },
-    restartStrategy: { type: "none" },
-    ...launch,
-  });
-  job
-    .fromSource(
-      new KafkaSource({ brokers: settings.brokers, topics: [settings.input], startingOffsets: "earliest", stoppingOffsets: "latest", value: Deserializers.buffer(), maxBatchSize: 16 }),
-      { uid: "in" },
-    )
-    .keyBy((record) => record.key ?? "", { serializer: kafkaRecordSerializer() })
-    .process(() => new CountPerKey(), { uid: "count" })
-    .sinkTo(
-      () => new KafkaSink({ brokers: settings.brokers, topic: settings.output, deliveryGuarantee: "exactly-once", transactionalIdPrefix: settings.prefix }),
-      { uid: "out" },
-    );
-  return job;
-}
-`,
-      );
-      const child = spawn(process.execPath, [cli, "run", "job.mjs", "--threads"], {
+      const { code, printed } = await runInThreads(
         cwd,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let printed = "";
-      child.stdout.on("data", (chunk: Buffer) => (printed += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (printed += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+        jobModule(
+          {
+            brokers: kafkaBrokers(),
+            input,
+            output,
+            prefix: uniqueName("threads-keyed"),
+            checkpoints: join(cwd, "checkpoints"),
+          },
+          "keyed-count",
+        ),
+      );
       expect(code, printed).toBe(0);
 
       const total = 4 * perPartition;
