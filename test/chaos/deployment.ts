@@ -15,6 +15,8 @@ import {
 // as a crash.
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** A deadline raced against a process's end: it does not keep the harness alive once that came. */
+const deadline = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** How a zombie ended: it must end by itself (`superseded` or `fenced`), never `survived`. */
 export type ZombieOutcome = "superseded" | "fenced" | "failed" | "exited" | "survived";
@@ -55,7 +57,12 @@ function zombieOutcome(ending: ProcessEnding): ZombieOutcome {
   // SUPERSEDED may arrive wrapped (a job that gave up restarting says why in its message).
   if (ending.errorCode === "SUPERSEDED" || /SUPERSEDED|took this scope over/.test(ending.failure ?? ""))
     return "superseded";
-  if (ending.errorCode === "TRANSACTION_FENCED" || /fenced/i.test(ending.failure ?? "")) return "fenced";
+  // So may TRANSACTION_FENCED: a Kafka sink's "took over its transactional id" is a fence.
+  if (
+    ending.errorCode === "TRANSACTION_FENCED" ||
+    /fenced|took over its transactional id/i.test(ending.failure ?? "")
+  )
+    return "fenced";
   return ending.code === 0 ? "exited" : "failed";
 }
 
@@ -189,7 +196,7 @@ export class Deployment {
       const left = zombie.thawedAt + graceMs - Date.now();
       const ended = await Promise.race([
         zombie.process.ended.then(() => true),
-        sleep(Math.max(0, left)).then(() => false),
+        deadline(Math.max(0, left)).then(() => false),
       ]);
       if (ended) continue;
       zombie.outcome = "survived";
@@ -210,12 +217,12 @@ export class Deployment {
     // (a process that never gets ready gets its SIGTERM after 15 s anyway).
     if (signal === "SIGTERM")
       await Promise.all(
-        stopping.map((process) => Promise.race([process.ready, process.ended, sleep(15_000)])),
+        stopping.map((process) => Promise.race([process.ready, process.ended, deadline(15_000)])),
       );
     await Promise.all(stopping.map((process) => process.signal(signal)));
     await Promise.all(
       stopping.map(async (process) => {
-        const ending = await Promise.race([process.ended, sleep(timeoutMs).then(() => undefined)]);
+        const ending = await Promise.race([process.ended, deadline(timeoutMs).then(() => undefined)]);
         if (ending === undefined) {
           this.notes.push(`${process.name} did not stop within ${timeoutMs} ms of ${signal}`);
           this.options.log(
