@@ -7,7 +7,7 @@ import { type Child, seededRandom, startJob } from "./chaos-runner.js";
 import { readCommitted } from "./committed-output.js";
 import type { WindowCount } from "./fixtures/chaos-record.js";
 import { SINK_PHASES, type SinkPhase } from "./fixtures/chaos-sinks.js";
-import { keyedChaosInput, windowCountViolations } from "./keyed-chaos-input.js";
+import { keyedChaosInput, windowCountViolations, windowOf } from "./keyed-chaos-input.js";
 import { startPerSubtaskAttempt } from "./keyed-per-subtask-attempt.js";
 import { subtaskProcessLauncher } from "./subtask-process.js";
 
@@ -333,13 +333,15 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
     used.push(parallelism);
     const last = shape.start(env, parallelism, shapeRandom, log);
     current = last;
-    // It may have a long backlog: it fails only when no row came for two minutes.
+    // It may have a long backlog: it fails only when no row came for two minutes. It waits for
+    // every window, not for as many rows (a window written twice must not end the wait early).
     let rows = await read();
     let progressAt = Date.now();
-    while (rows.length < input.reference.size) {
+    const windowsIn = (found: readonly WindowCount[]) => new Set(found.map(windowOf)).size;
+    while (windowsIn(rows) < input.reference.size) {
       if (!last.isAlive() || Date.now() > progressAt + 120_000) {
         log(
-          `  the last attempt committed ${rows.length}/${input.reference.size} rows:\n${last.output().slice(-3000)}`,
+          `  the last attempt committed ${windowsIn(rows)}/${input.reference.size} windows:\n${last.output().slice(-3000)}`,
         );
         break;
       }
