@@ -83,6 +83,8 @@ export class Deployment {
   private failure: Error | undefined;
   private lateStoreCount = 0;
   private parallelismNow = 0;
+  /** Set by `stopAll`: a start still under way launches no more processes. */
+  private stopping = false;
 
   constructor(private readonly options: DeploymentOptions) {}
 
@@ -117,6 +119,7 @@ export class Deployment {
   /**
    * Starts every subtask of `parallelism`: in `order`, either all at once with the given gaps, or
    * each once the one before is ready (a StatefulSet's ordered start; ready = first checkpoint).
+   * A `stopAll` meanwhile ends it: no process is launched after that.
    */
   async start(
     parallelism: number,
@@ -126,8 +129,10 @@ export class Deployment {
     readyTimeoutMs: number,
   ): Promise<void> {
     this.parallelismNow = parallelism;
+    this.stopping = false;
     for (const [position, subtask] of order.entries()) {
       if (how === "random") await sleep(gapsMs[position] ?? 0);
+      if (this.stopping) return;
       this.launch(subtask);
       if (how === "ordered") await this.awaitReady(subtask, readyTimeoutMs);
     }
@@ -210,6 +215,7 @@ export class Deployment {
 
   /** Stops every current process with `signal` (SIGTERM: a final checkpoint, exit 0 expected). */
   async stopAll(signal: "SIGTERM" | "SIGKILL", timeoutMs = 60_000): Promise<void> {
+    this.stopping = true;
     const stopping = [...this.current.values()];
     this.current.clear();
     for (const process of stopping) this.released.add(process);
@@ -283,6 +289,7 @@ export class Deployment {
   async untilReady(subtask: number, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!this.current.get(subtask)?.isReady()) {
+      if (this.stopping) return false;
       this.check();
       if (Date.now() > deadline) return false;
       await sleep(100);
@@ -291,7 +298,7 @@ export class Deployment {
   }
 
   private async awaitReady(subtask: number, timeoutMs: number): Promise<void> {
-    if (!(await this.untilReady(subtask, timeoutMs)))
+    if (!(await this.untilReady(subtask, timeoutMs)) && !this.stopping)
       this.notes.push(`subtask ${subtask}/${this.parallelismNow} not ready within ${timeoutMs} ms`);
   }
 }

@@ -106,9 +106,11 @@ export function startPerSubtaskAttempt(
     }
   })();
   const exited = Promise.race([stopRequested, failed.then(() => undefined)]).then(async (signal) => {
-    await starting.catch(() => undefined);
+    // A start still under way (an ordered one waiting for a process held at a sink phase, say)
+    // launches nothing after the stop.
     const notesBefore = deployment.notes.length;
     await deployment.stopAll(signal ?? "SIGKILL");
+    await starting.catch(() => undefined);
     for (const process of deployment.alive()) {
       await process.signal("SIGKILL");
       await process.ended;
