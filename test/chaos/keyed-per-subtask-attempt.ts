@@ -81,10 +81,18 @@ export function startPerSubtaskAttempt(
   let ended = false;
   let failure: string | undefined;
   const starting = deployment.start(parallelism, order, how, gaps, 60_000);
-  // STARTED once the processes of the first start all printed it (the ordered start waits for each
-  // to be ready first).
+  // STARTED once every subtask has a process that printed it, after the start (the ordered start
+  // waits for each to be ready first): a process killed before it printed STARTED has a
+  // replacement that does.
+  const everySubtaskStarted = () =>
+    subtasks.every((subtask) =>
+      launched.some((process) => process.subtask === subtask && process.child.isStarted()),
+    );
   const started = starting.then(async () => {
-    await Promise.all(launched.slice(0, parallelism).map((process) => process.child.started));
+    while (!everySubtaskStarted()) {
+      if (ended) return new Promise<void>(() => {});
+      await sleep(50);
+    }
     isStarted = true;
   });
   started.catch(() => undefined);
