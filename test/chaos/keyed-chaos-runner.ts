@@ -89,7 +89,9 @@ function oneChild(child: Child): KeyedChaosAttempt {
  *   one before is ready; before the attempt is killed as a whole, single processes are SIGKILLed
  *   and restarted, or frozen while a replacement runs and resumed (zombies, which must end by
  *   themselves) — keyed-per-subtask-attempt.ts. A phase kill kills every process once the first
- *   reaches the phase. Every process SIGKILLed counts as a kill.
+ *   reaches the phase. Every process SIGKILLed counts as a kill. Each process restarts a failed
+ *   attempt in process (10 times, as the per-subtask chaos does); one that fails for good is a
+ *   violation.
  */
 export const KEYED_CHAOS_SHAPES = {
   "one-process": {
@@ -107,7 +109,15 @@ export const KEYED_CHAOS_SHAPES = {
     start: (env, parallelism, random, log) =>
       startPerSubtaskAttempt(
         subtaskProcessLauncher(fixture),
-        { ...env, CHAOS_EXCHANGE: "kafka" },
+        {
+          ...env,
+          CHAOS_EXCHANGE: "kafka",
+          // As in the per-subtask chaos (and in production): a process retries a failed attempt in
+          // process — a replacement whose sink start waits on a lock that a frozen zombie holds
+          // fails it with a lock timeout, by design — and one that still fails is a violation.
+          CHAOS_RESTART_ATTEMPTS: "10",
+          CHAOS_RESTART_DELAY: "300",
+        },
         parallelism,
         random,
         log,
