@@ -46,7 +46,7 @@ describe.each(cases)(
 );
 
 describe("chaos: keyed window count, one process per subtask, keyBy through a Kafka repartition topic", () => {
-  it("commits every (key, window) once with the count computed from the input, after 12 SIGKILLs and zombies", {
+  it("commits every (key, window) once with the count computed from the input, after 12 SIGKILLs and the zombies the seed draws", {
     timeout: 240_000,
   }, async () => {
     const report = await runSeededChaos((seed, log) => {
