@@ -15,6 +15,8 @@ import {
 // as a crash.
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** A deadline raced against a process's end: it does not keep the harness alive once that came. */
+const deadline = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** How a zombie ended: it must end by itself (`superseded` or `fenced`), never `survived`. */
 export type ZombieOutcome = "superseded" | "fenced" | "failed" | "exited" | "survived";
@@ -55,7 +57,12 @@ function zombieOutcome(ending: ProcessEnding): ZombieOutcome {
   // SUPERSEDED may arrive wrapped (a job that gave up restarting says why in its message).
   if (ending.errorCode === "SUPERSEDED" || /SUPERSEDED|took this scope over/.test(ending.failure ?? ""))
     return "superseded";
-  if (ending.errorCode === "TRANSACTION_FENCED" || /fenced/i.test(ending.failure ?? "")) return "fenced";
+  // So may TRANSACTION_FENCED: a Kafka sink's "took over its transactional id" is a fence.
+  if (
+    ending.errorCode === "TRANSACTION_FENCED" ||
+    /fenced|took over its transactional id/i.test(ending.failure ?? "")
+  )
+    return "fenced";
   return ending.code === 0 ? "exited" : "failed";
 }
 
@@ -76,6 +83,8 @@ export class Deployment {
   private failure: Error | undefined;
   private lateStoreCount = 0;
   private parallelismNow = 0;
+  /** Set by `stopAll`: a start still under way launches no more processes. */
+  private stopping = false;
 
   constructor(private readonly options: DeploymentOptions) {}
 
@@ -110,6 +119,7 @@ export class Deployment {
   /**
    * Starts every subtask of `parallelism`: in `order`, either all at once with the given gaps, or
    * each once the one before is ready (a StatefulSet's ordered start; ready = first checkpoint).
+   * A `stopAll` meanwhile ends it: no process is launched after that.
    */
   async start(
     parallelism: number,
@@ -119,8 +129,10 @@ export class Deployment {
     readyTimeoutMs: number,
   ): Promise<void> {
     this.parallelismNow = parallelism;
+    this.stopping = false;
     for (const [position, subtask] of order.entries()) {
       if (how === "random") await sleep(gapsMs[position] ?? 0);
+      if (this.stopping) return;
       this.launch(subtask);
       if (how === "ordered") await this.awaitReady(subtask, readyTimeoutMs);
     }
@@ -189,7 +201,7 @@ export class Deployment {
       const left = zombie.thawedAt + graceMs - Date.now();
       const ended = await Promise.race([
         zombie.process.ended.then(() => true),
-        sleep(Math.max(0, left)).then(() => false),
+        deadline(Math.max(0, left)).then(() => false),
       ]);
       if (ended) continue;
       zombie.outcome = "survived";
@@ -203,6 +215,7 @@ export class Deployment {
 
   /** Stops every current process with `signal` (SIGTERM: a final checkpoint, exit 0 expected). */
   async stopAll(signal: "SIGTERM" | "SIGKILL", timeoutMs = 60_000): Promise<void> {
+    this.stopping = true;
     const stopping = [...this.current.values()];
     this.current.clear();
     for (const process of stopping) this.released.add(process);
@@ -210,12 +223,12 @@ export class Deployment {
     // (a process that never gets ready gets its SIGTERM after 15 s anyway).
     if (signal === "SIGTERM")
       await Promise.all(
-        stopping.map((process) => Promise.race([process.ready, process.ended, sleep(15_000)])),
+        stopping.map((process) => Promise.race([process.ready, process.ended, deadline(15_000)])),
       );
     await Promise.all(stopping.map((process) => process.signal(signal)));
     await Promise.all(
       stopping.map(async (process) => {
-        const ending = await Promise.race([process.ended, sleep(timeoutMs).then(() => undefined)]);
+        const ending = await Promise.race([process.ended, deadline(timeoutMs).then(() => undefined)]);
         if (ending === undefined) {
           this.notes.push(`${process.name} did not stop within ${timeoutMs} ms of ${signal}`);
           this.options.log(
@@ -276,6 +289,7 @@ export class Deployment {
   async untilReady(subtask: number, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!this.current.get(subtask)?.isReady()) {
+      if (this.stopping) return false;
       this.check();
       if (Date.now() > deadline) return false;
       await sleep(100);
@@ -284,7 +298,7 @@ export class Deployment {
   }
 
   private async awaitReady(subtask: number, timeoutMs: number): Promise<void> {
-    if (!(await this.untilReady(subtask, timeoutMs)))
+    if (!(await this.untilReady(subtask, timeoutMs)) && !this.stopping)
       this.notes.push(`subtask ${subtask}/${this.parallelismNow} not ready within ${timeoutMs} ms`);
   }
 }

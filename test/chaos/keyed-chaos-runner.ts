@@ -1,19 +1,24 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { produceInBackground } from "./chaos-input.js";
-import { createChaosResources } from "./chaos-resources.js";
+import { repartitionTopicName } from "@onceflow/connector-kafka";
+import { chaosKafkaClient, produceInBackground } from "./chaos-input.js";
+import { type ChaosResources, createChaosResources } from "./chaos-resources.js";
 import { type Child, seededRandom, startJob } from "./chaos-runner.js";
 import { readCommitted } from "./committed-output.js";
 import type { WindowCount } from "./fixtures/chaos-record.js";
 import { SINK_PHASES, type SinkPhase } from "./fixtures/chaos-sinks.js";
-import { keyedChaosInput, windowCountViolations } from "./keyed-chaos-input.js";
+import { keyedChaosInput, windowCountViolations, windowOf } from "./keyed-chaos-input.js";
+import { startPerSubtaskAttempt } from "./keyed-per-subtask-attempt.js";
+import { subtaskProcessLauncher } from "./subtask-process.js";
 
 // Seeded chaos for a keyed windowed count: Kafka → keyBy(key) → tumbling event-time window count →
 // an exactly-once KafkaSink or a PostgresSink. The input (keyed-chaos-input.ts) spreads every key
 // over every partition, skewed; each attempt runs at the next parallelism of a cycle (2 → 3 → 1 by
 // default: every restart is a rescale) and is SIGKILLed after a seeded delay (from the spawn, from
 // STARTED or from its first stored checkpoint) or, every few attempts, while its sink stands at a
-// phase of the two-phase commit. A last attempt runs until every window is committed and stops
+// phase of the two-phase commit. In the `per-subtask` shape an attempt is one process per subtask,
+// the keyBy crossing them through a Kafka repartition topic, and single processes are SIGKILLed
+// and frozen (zombies) before the attempt is killed as a whole. A last attempt runs until every window is committed and stops
 // with SIGTERM; then an independent reader (read_committed Fetch requests, or a fresh SQL
 // connection) must find every (key, window) once, with the count the reference computed from the
 // input — results right, not only delivered once.
@@ -33,13 +38,30 @@ export interface KeyedChaosAttempt {
   signal(signal: "SIGKILL" | "SIGTERM"): void;
   isAlive(): boolean;
   output(): string;
+  /** The processes alive now: the SIGKILLs a kill of the whole attempt sends. */
+  aliveProcesses(): number;
+  /**
+   * Faults inside the attempt before it is killed as a whole (one process per subtask: SIGKILLs of
+   * single processes, zombies), once it started; resolves with the SIGKILLs and freezes it did.
+   */
+  disturb?(): Promise<{ kills: number; zombies: number }>;
+  /** What went wrong inside the attempt without ending it (a process that failed by itself). */
+  findings?(): readonly string[];
 }
 
 /** How a shape starts the keyed job at one parallelism. */
 export interface KeyedChaosShape {
   /** What this shape runs the subtasks in, for the log and the report. */
   readonly description: string;
-  start(env: Readonly<Record<string, string>>, parallelism: number): KeyedChaosAttempt;
+  /** Starts an attempt; a shape that draws its own faults draws them from `random`. */
+  start(
+    env: Readonly<Record<string, string>>,
+    parallelism: number,
+    random: () => number,
+    log: (line: string) => void,
+  ): KeyedChaosAttempt;
+  /** Kafka topics the job creates for itself (`jobId`'s), removed after the run. */
+  topicsOf?(jobId: string): readonly string[];
 }
 
 function oneChild(child: Child): KeyedChaosAttempt {
@@ -50,6 +72,7 @@ function oneChild(child: Child): KeyedChaosAttempt {
     signal: (signal) => child.process.kill(signal),
     isAlive: () => child.process.exitCode === null && child.process.signalCode === null,
     output: () => child.output(),
+    aliveProcesses: () => (child.process.exitCode === null && child.process.signalCode === null ? 1 : 0),
   };
 }
 
@@ -60,10 +83,15 @@ function oneChild(child: Child): KeyedChaosAttempt {
  *   child with CHAOS_THREADS=1: the fixture runs its `createJob` in threads, which exchange records
  *   by key group, the main thread coordinating the checkpoints (at parallelism 1, one thread alone).
  *   A SIGKILL ends every thread at once; a phase kill stops the first thread that reaches the phase.
- *
- * Add a shape here once `keyBy` crosses it: `per-subtask`, one process per subtask, the exchange
- * through the Kafka repartition topic — an attempt of `parallelism` processes (startSubtaskProcess
- * in subtask-process.ts, given this fixture), killed and awaited together.
+ * - `per-subtask`: one process per subtask (CHAOS_SUBTASK_INDEX, as a StatefulSet's ordinal), the
+ *   keyBy crossing processes through the Kafka repartition topic (CHAOS_EXCHANGE=kafka:
+ *   `kafkaRepartitionExchange`). The processes start in a seeded order, all at once or each once the
+ *   one before is ready; before the attempt is killed as a whole, single processes are SIGKILLed
+ *   and restarted, or frozen while a replacement runs and resumed (zombies, which must end by
+ *   themselves) — keyed-per-subtask-attempt.ts. A phase kill kills every process once the first
+ *   reaches the phase. Every process SIGKILLed counts as a kill. Each process restarts a failed
+ *   attempt in process (10 times, as the per-subtask chaos does); one that fails for good is a
+ *   violation.
  */
 export const KEYED_CHAOS_SHAPES = {
   "one-process": {
@@ -75,6 +103,27 @@ export const KEYED_CHAOS_SHAPES = {
     description: "one worker thread per subtask in one process, the exchange between the threads",
     start: (env, parallelism) =>
       oneChild(startJob({ ...env, CHAOS_PARALLELISM: String(parallelism), CHAOS_THREADS: "1" }, fixture)),
+  },
+  "per-subtask": {
+    description: "one process per subtask, the exchange through a Kafka repartition topic",
+    start: (env, parallelism, random, log) =>
+      startPerSubtaskAttempt(
+        subtaskProcessLauncher(fixture),
+        {
+          ...env,
+          CHAOS_EXCHANGE: "kafka",
+          // As in the per-subtask chaos (and in production): a process retries a failed attempt in
+          // process — a replacement whose sink start waits on a lock that a frozen zombie holds
+          // fails it with a lock timeout, by design — and one that still fails is a violation.
+          CHAOS_RESTART_ATTEMPTS: "10",
+          CHAOS_RESTART_DELAY: "300",
+        },
+        parallelism,
+        random,
+        log,
+      ),
+    // The repartition topic before the window count (uid `count`), with a partition per key group.
+    topicsOf: (jobId) => [repartitionTopicName(jobId, "count")],
   },
 } satisfies Record<string, KeyedChaosShape>;
 
@@ -90,7 +139,7 @@ export interface KeyedChaosOptions {
   readonly shape: KeyedChaosShapeName;
   readonly sink: "kafka" | "postgres";
   readonly seed: number;
-  /** SIGKILLs before the last attempt. */
+  /** SIGKILLs before the last attempt (of processes: an attempt of three processes killed is three). */
   readonly kills: number;
   readonly records: number;
   readonly brokers: readonly string[];
@@ -116,7 +165,14 @@ export interface KeyedChaosReport {
   readonly shape: KeyedChaosShapeName;
   readonly sink: "kafka" | "postgres";
   readonly seed: number;
+  /** Processes SIGKILLed. */
   readonly kills: number;
+  /** Attempts killed as a whole (one process per subtask: every process of the attempt at once). */
+  readonly attempts: number;
+  /** Kills of single processes inside an attempt (one process per subtask). */
+  readonly singleProcessKills: number;
+  /** Processes frozen and resumed after a replacement started (one process per subtask). */
+  readonly zombies: number;
   readonly killsDuringStartup: number;
   /** Kills that landed with a sink standing at a phase, per phase. */
   readonly phaseKills: Readonly<Record<string, number>>;
@@ -156,7 +212,10 @@ async function anchored(attempt: KeyedChaosAttempt, anchor: KillAnchor): Promise
 export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedChaosReport> {
   const began = Date.now();
   const random = seededRandom(options.seed);
-  const log = options.log ?? (() => {});
+  // A shape's own faults draw from a random of their own: the other draws stay those of the seed.
+  const shapeRandom = seededRandom(options.seed ^ 0x5ab7a5c);
+  const print = options.log ?? (() => {});
+  const log = (line: string) => print(`[${((Date.now() - began) / 1000).toFixed(1).padStart(6)} s] ${line}`);
   const shape: KeyedChaosShape = KEYED_CHAOS_SHAPES[options.shape];
   const parallelisms = options.parallelisms ?? [2, 3, 1];
   const partitions = options.partitions ?? 4;
@@ -202,11 +261,15 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
   let phasesNotReached = 0;
   let killsDuringStartup = 0;
   let killed = 0;
+  let attempts = 0;
+  let singleProcessKills = 0;
+  let zombies = 0;
+  const findings: string[] = [];
   const used: number[] = [];
   // The attempt alive now, SIGKILLed in `finally` if a check throws: no job outlives the chaos.
   let current: KeyedChaosAttempt | undefined;
   try {
-    for (let kill = 1; kill <= options.kills; kill++) {
+    for (let kill = 1; killed < options.kills; kill++) {
       const parallelism = parallelisms[(kill - 1) % parallelisms.length] as number;
       used.push(parallelism);
       const phase: SinkPhase | undefined =
@@ -222,8 +285,17 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       const attempt = shape.start(
         phase === undefined ? env : { ...env, CHAOS_KILL_AT: phase, CHAOS_KILL_AT_COUNT: String(atCount) },
         parallelism,
+        shapeRandom,
+        log,
       );
       current = attempt;
+      // Faults of single processes first (not while a phase kill waits: it must find the phase).
+      if (phase === undefined && attempt.disturb !== undefined) {
+        const disturbed = await attempt.disturb();
+        singleProcessKills += disturbed.kills;
+        zombies += disturbed.zombies;
+        killed += disturbed.kills;
+      }
       // A phase kill waits for the sink to stand there (a recovery commit needs a transaction left
       // pending by the attempt before, so it may never come: then it is a late random kill).
       const outcome = await Promise.race([
@@ -242,13 +314,16 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       }
       const duringStartup = !attempt.isStarted();
       if (duringStartup) killsDuringStartup++;
+      const processes = attempt.aliveProcesses();
       attempt.signal("SIGKILL");
       const { signal } = await attempt.exited;
       if (signal !== "SIGKILL")
         throw new Error(
           `seed ${options.seed}: attempt ${kill} was not killed (${signal}):\n${attempt.output()}`,
         );
-      killed++;
+      killed += processes;
+      attempts++;
+      findings.push(...(attempt.findings?.() ?? []));
       if (phase !== undefined && outcome === "phase") phaseKills[phase] = (phaseKills[phase] ?? 0) + 1;
       if (phase !== undefined && outcome !== "phase") phasesNotReached++;
       const where =
@@ -257,23 +332,26 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
           : outcome === "phase"
             ? `at ${phase} (its ${atCount}. time)`
             : `${phase} not reached: killed late`;
+      const what = processes === 1 ? "" : ` (${processes} processes)`;
       log(
-        `  kill ${kill}/${options.kills} p=${parallelism} ${where}: ${(await read()).length} rows committed`,
+        `  kill ${kill} p=${parallelism}${what} ${where}: ${killed}/${options.kills} SIGKILLs, ${(await read()).length} rows committed`,
       );
     }
     await producing.done;
     // The last attempt: until every window is committed, then SIGTERM (a final checkpoint, exit 0).
-    const parallelism = parallelisms[options.kills % parallelisms.length] as number;
+    const parallelism = parallelisms[attempts % parallelisms.length] as number;
     used.push(parallelism);
-    const last = shape.start(env, parallelism);
+    const last = shape.start(env, parallelism, shapeRandom, log);
     current = last;
-    // It may have a long backlog: it fails only when no row came for two minutes.
+    // It may have a long backlog: it fails only when no row came for two minutes. It waits for
+    // every window, not for as many rows (a window written twice must not end the wait early).
     let rows = await read();
     let progressAt = Date.now();
-    while (rows.length < input.reference.size) {
+    const windowsIn = (found: readonly WindowCount[]) => new Set(found.map(windowOf)).size;
+    while (windowsIn(rows) < input.reference.size) {
       if (!last.isAlive() || Date.now() > progressAt + 120_000) {
         log(
-          `  the last attempt committed ${rows.length}/${input.reference.size} rows:\n${last.output().slice(-3000)}`,
+          `  the last attempt committed ${windowsIn(rows)}/${input.reference.size} windows:\n${last.output().slice(-3000)}`,
         );
         break;
       }
@@ -291,10 +369,13 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       if (code !== 0)
         throw new Error(`seed ${options.seed}: the last attempt failed (${code}):\n${last.output()}`);
     }
+    findings.push(...(last.findings?.() ?? []));
     // Commit markers are written after EndTxn returns: give a late duplicate time to show.
     await sleep(1000);
     rows = await read();
-    const violations = windowCountViolations(rows, input.reference).map(
+    // A process that failed by itself, or a zombie that did not end by itself, is a bug even when
+    // every count is right.
+    const violations = [...windowCountViolations(rows, input.reference), ...findings].map(
       (violation) => `seed ${options.seed}: ${violation}`,
     );
     return {
@@ -302,6 +383,9 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
       sink: options.sink,
       seed: options.seed,
       kills: killed,
+      attempts,
+      singleProcessKills,
+      zombies,
       killsDuringStartup,
       phaseKills,
       phasesNotReached,
@@ -320,6 +404,31 @@ export async function runKeyedChaos(options: KeyedChaosOptions): Promise<KeyedCh
     }
     producing.stop();
     await producing.done.catch(() => undefined);
-    await resources.remove().catch(() => undefined);
+    const topics = shape.topicsOf?.(name) ?? [];
+    if (process.env.ONCEFLOW_CHAOS_KEEP === "1")
+      log(
+        `  kept (ONCEFLOW_CHAOS_KEEP=1): ${[resources.inputTopic, ...topics].join(", ")}, ${JSON.stringify(resources.output)}`,
+      );
+    else await removeAll(resources, topics, options.brokers, log);
   }
+}
+
+/** Removes the run's topics, table and folders, and the topics its job created (`topics`). */
+async function removeAll(
+  resources: ChaosResources,
+  topics: readonly string[],
+  brokers: readonly string[],
+  log: (line: string) => void,
+): Promise<void> {
+  log("  removing the run's topics and tables");
+  await resources.remove().catch(() => undefined);
+  if (topics.length > 0) {
+    const admin = chaosKafkaClient(brokers).admin();
+    await admin
+      .connect()
+      .then(() => admin.deleteTopics({ topics: [...topics], timeout: 5000 }))
+      .catch(() => undefined)
+      .finally(() => admin.disconnect());
+  }
+  log("  removed");
 }

@@ -6,7 +6,9 @@
 // processes storing one checkpoint after its timeout (`--slow-stores 0.2`).
 // `--pipeline keyed-to-kafka|keyed-to-postgres` runs the keyed windowed count (keyBy → tumbling
 // window count), rescaled 2 → 3 → 1 (`--parallelisms`) with kills at sink phases, its counts checked
-// against the input's; `--topology` is one of its shapes (keyed-chaos-runner.ts).
+// against the input's; `--topology` is one of its shapes (keyed-chaos-runner.ts): one-process, threads,
+// or per-subtask (one process per subtask, the keyBy through a Kafka repartition topic, with kills of
+// single processes and zombies besides; `--kills` counts the processes SIGKILLed).
 // `--pipeline outbox-to-kafka|changes-to-postgres` runs the change data capture chaos on a throwaway
 // PostgreSQL with wal_level=logical that it crashes (`--restarts N`) and with zombies (`--zombies N`),
 // both default kills/20; Kafka from --brokers or ONCEFLOW_KAFKA_BROKERS, else one started for the run.
@@ -64,6 +66,8 @@ const replayOptions = [
   ...(values.zombies === undefined ? [] : [`--zombies ${values.zombies}`]),
   ...(values.parallelisms === undefined ? [] : [`--parallelisms ${values.parallelisms}`]),
   ...(values.records === undefined ? [] : [`--records ${values.records}`]),
+  ...(values.rate === undefined ? [] : [`--rate ${values.rate}`]),
+  ...(values["max-delay"] === undefined ? [] : [`--max-delay ${values["max-delay"]}`]),
   ...(values["slow-stores"] === undefined ? [] : [`--slow-stores ${values["slow-stores"]}`]),
   ...(values.restarts === undefined ? [] : [`--restarts ${values.restarts}`]),
   `--seed ${seed} --kills ${values.kills}`,

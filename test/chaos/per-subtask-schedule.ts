@@ -74,7 +74,8 @@ export interface ScheduleOptions {
   readonly parallelisms?: readonly number[];
 }
 
-function shuffled<T>(items: readonly T[], random: () => number): T[] {
+/** `items` in a seeded random order. */
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const result = [...items];
   for (let index = result.length - 1; index > 0; index--) {
     const other = Math.floor(random() * (index + 1));

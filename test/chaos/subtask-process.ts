@@ -2,8 +2,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Child, startJob } from "./chaos-runner.js";
 
-// One process of a one-process-per-subtask deployment: the Kafka chaos job started with
-// CHAOS_SUBTASK_INDEX/CHAOS_PARALLELISM. It is ready once it stored its first checkpoint (the job
+// One process of a one-process-per-subtask deployment: a chaos job (the Kafka chaos job unless the
+// launcher names another fixture) started with CHAOS_SUBTASK_INDEX/CHAOS_PARALLELISM. It is ready once it stored its first checkpoint (the job
 // prints `CHECKPOINT <id>`), as a readiness probe would say; how it ended is read from its exit and
 // the `FAILED <code>` line the job prints. The same watching serves a subtask run as a container
 // (subtask-container.ts): only how it is started and signalled differs.
@@ -55,13 +55,27 @@ export interface SubtaskProcess {
 
 let serials = 0;
 
-/** Starts the job for `subtask` of `parallelism` with the run's environment, as a child process. */
-export const startSubtaskProcess: SubtaskLauncher = (env, subtask, parallelism) => {
-  const child = startJob({ ...env, ...subtaskEnvironment(subtask, parallelism) }, kafkaChaosJobFixture);
-  return watchSubtask(child, subtask, parallelism, async (signal) => {
-    child.process.kill(signal);
-  });
-};
+/**
+ * A launcher that starts the chaos job `fixture` (a TypeScript module run with tsx) for one subtask,
+ * as a child process with the run's environment.
+ *
+ * @example
+ * ```ts
+ * const launch = subtaskProcessLauncher(join(here, "fixtures", "keyed-window-job.ts"));
+ * const process = launch(env, 0, 2);
+ * ```
+ */
+export function subtaskProcessLauncher(fixture: string): SubtaskLauncher {
+  return (env, subtask, parallelism) => {
+    const child = startJob({ ...env, ...subtaskEnvironment(subtask, parallelism) }, fixture);
+    return watchSubtask(child, subtask, parallelism, async (signal) => {
+      child.process.kill(signal);
+    });
+  };
+}
+
+/** Starts the Kafka chaos job for `subtask` of `parallelism` with the run's environment, as a child process. */
+export const startSubtaskProcess: SubtaskLauncher = subtaskProcessLauncher(kafkaChaosJobFixture);
 
 /** What tells the job which subtask it runs (as a StatefulSet's ordinal would). */
 export function subtaskEnvironment(subtask: number, parallelism: number): Record<string, string> {

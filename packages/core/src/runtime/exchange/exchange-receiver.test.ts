@@ -139,6 +139,7 @@ describe("the keyed side of an exchange between processes", () => {
         inner: { splitId: "0" },
         senders: [
           [0, { senderParallelism: 3, watermark: 500, idle: false, ended: false }],
+          [1, { senderParallelism: 3, watermark: 400, idle: false, ended: false }],
           [2, { senderParallelism: 3, watermark: 200, idle: false, ended: false }],
         ],
       },
@@ -148,5 +149,31 @@ describe("the keyed side of an exchange between processes", () => {
     inner.queue.push({ splitId: "0", records: [{ ...control(0, 0, 300), senderParallelism: 1 }] });
     await reader.pollNext();
     expect(reader.eventTime()).toEqual({ watermark: 300, idle: false });
+  });
+
+  it("after a rescale down, an old sender not heard from in a key group holds event time back", async () => {
+    // Restored at parallelism 1 from a subtask of parallelism 3 that had read control records of
+    // senders 0 and 1 only: sender 2 (started last, say) may have records ahead in the partition.
+    const inner = new QueuedReader();
+    const reader = new ChannelReader(inner, 1);
+    await reader.addSplits([
+      {
+        splitId: "0",
+        keyGroup: 0,
+        inner: { splitId: "0" },
+        senders: [
+          [0, { senderParallelism: 3, watermark: 500, idle: false, ended: false }],
+          [1, { senderParallelism: 3, watermark: 400, idle: false, ended: false }],
+        ],
+      },
+    ]);
+    expect(reader.eventTime()).toEqual({ watermark: -Infinity, idle: false });
+    inner.queue.push({ splitId: "0", records: [{ ...control(0, 2, 300), senderParallelism: 3 }] });
+    await reader.pollNext();
+    expect(reader.eventTime()).toEqual({ watermark: 300, idle: false });
+    // The new parallelism's first control record: the old senders' records are all behind it.
+    inner.queue.push({ splitId: "0", records: [{ ...control(0, 0, 700), senderParallelism: 1 }] });
+    await reader.pollNext();
+    expect(reader.eventTime()).toEqual({ watermark: 700, idle: false });
   });
 });

@@ -200,10 +200,13 @@ export class ChannelReader implements SourceReader<unknown, ChannelSplit> {
     return this.inner.close();
   }
 
-  // Senders of this parallelism, and any of another one whose records may still be ahead.
+  // Senders of this parallelism, and every sender of the parallelism the key group last heard
+  // from (restored after a rescale), whose records may still be ahead — also one not heard from in
+  // this key group yet (it started late, say): until the new parallelism's first control record.
   private *sendersOf(progress: KeyGroupProgress): Iterable<number> {
-    for (let sender = 0; sender < this.parallelism; sender++) yield sender;
-    for (const sender of progress.senders.keys()) if (sender >= this.parallelism) yield sender;
+    const heard = progress.senders.values().next().value?.senderParallelism ?? 0;
+    const senders = Math.max(this.parallelism, heard);
+    for (let sender = 0; sender < senders; sender++) yield sender;
   }
 }
 
