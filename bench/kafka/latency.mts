@@ -9,20 +9,31 @@
 //     postgresql://postgres@127.0.0.1:5432/test);
 //   streams-50, streams-100 — Kafka Streams exactly_once_v2, commit.interval.ms 50 / 100;
 //   flink-50, flink-100 — Flink KafkaSource → KafkaSink EXACTLY_ONCE, checkpoints every 50 / 100 ms
-//     (both Java peers: `bash bench/kafka/peers/build.sh` once).
+//     (the Java peers: `bash bench/kafka/peers/build.sh` once).
+//   java-txn-50 — the ceiling: a plain Java transactional consume → produce loop (kafka-clients,
+//     read_committed consumer, transactional producer, sendOffsetsToTransaction, a commit every 50 ms;
+//     peers/kafka-java TransactionalLoop.java): what any exactly-once pipeline pays on this broker;
+//   onceflow-keyed-50ms, onceflow-keyed-p2-50ms — KafkaSource → keyBy(key) → a keyed process passing
+//     the value on → KafkaSink, exactly-once, 50 ms checkpoints (filesystem), parallelism 1 / 2 in one
+//     thread (candidates/onceflow-keyed-latency-job.mjs);
+//   pg-prepared-50ms, pg-staging-50ms, pg-prepared-1s, pg-staging-1s — Kafka → PostgresSink exactly-once
+//     (candidates/postgres-latency-job.mjs) into a fresh table on --postgres-sink (a PostgreSQL with
+//     max_prepared_transactions > 0); the reader (candidates/postgres-latency-reader.mjs) polls the
+//     table on its own connection and measures when each row became visible.
 // Per candidate: fresh input and output topics; a reader (candidates/latency-reader.mjs: onceflow's
 // KafkaSource, read_committed, which filters aborted transactions as the Java consumer does —
 // kafkajs's consumer does not) joins first; the pipeline starts; one probe record must come through
 // (the pipeline is up); then candidates/latency-writer.mjs writes 100-byte records at --rate for
 // --seconds, each stamped with the time it was sent. Records sent in the first --warmup seconds
 // are left out of the percentiles. The onceflow candidates also report their checkpoints' phases
-// (onceflow_checkpoint_phase_duration_seconds, p50/p99). The machine's CPU busy % over the window
+// (onceflow_checkpoint_phase_duration_seconds, p50/p99), the Java ceiling its commits' durations. The machine's CPU busy % over the window
 // and the load average are printed with each figure: on a shared machine they say how far to
 // trust it.
 //
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka -w @onceflow/connector-postgres
 //   ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092 npx tsx bench/kafka/latency.mts --rate 100000 --seconds 20
-//   … --candidates onceflow-1s-fs,onceflow-50ms-fs,onceflow-50ms-pg,streams-50,streams-100,flink-50,flink-100
+//   … --candidates onceflow-1s-fs,onceflow-50ms-fs,onceflow-50ms-pg,onceflow-keyed-50ms,streams-50,streams-100,flink-50,flink-100,java-txn-50
+//   … --rate 50000 --postgres-sink postgresql://…/postgres --candidates pg-prepared-50ms,pg-staging-50ms,pg-prepared-1s,pg-staging-1s
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -33,6 +44,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
+import pg from "pg";
 import { CORES, machineJiffies } from "../process-cpu.js";
 import { createTopic } from "./input-topic.js";
 
@@ -45,6 +57,8 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "1" },
     candidates: { type: "string", default: "onceflow-1s-fs,onceflow-50ms-fs,onceflow-50ms-pg" },
     postgres: { type: "string", default: "postgresql://postgres@127.0.0.1:5432/test" },
+    /** The PostgreSQL the pg-* candidates write to (prepared mode needs max_prepared_transactions > 0). */
+    "postgres-sink": { type: "string", default: process.env.ONCEFLOW_POSTGRES_URL },
   },
 });
 const RATE = Number(args.rate);
@@ -126,16 +140,100 @@ function flink(interval: number) {
     );
 }
 
-const candidates: Record<string, (input: string, output: string, dir: string) => Launch> = {
-  "onceflow-1s-fs": onceflow(1000, "fs"),
-  "onceflow-100ms-fs": onceflow(100, "fs"),
-  "onceflow-50ms-fs": onceflow(50, "fs"),
-  "onceflow-50ms-pg": onceflow(50, "pg"),
-  "streams-50": streams(50),
-  "streams-100": streams(100),
-  "flink-50": flink(50),
-  "flink-100": flink(100),
+function transactionalLoop(interval: number) {
+  return (input: string, output: string): Launch => {
+    const id = `lat-txn-${randomUUID().slice(0, 8)}`;
+    return javaPeer("kafka-java", "TransactionalLoop", [brokers.join(","), input, output, id, id], {
+      BENCH_COMMIT_INTERVAL_MS: String(interval),
+    });
+  };
+}
+
+function keyed(interval: number, parallelism: number) {
+  return (input: string, output: string, dir: string): Launch => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-keyed-latency-job.mjs"),
+      brokers.join(","),
+      input,
+      output,
+      `lat-keyed-${randomUUID().slice(0, 8)}`,
+      String(interval),
+      dir,
+      String(parallelism),
+    ],
+  });
+}
+
+/** `output` is the table here. */
+function postgresSink(mode: "prepared" | "staging", interval: number) {
+  return (input: string, output: string, dir: string): Launch => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/postgres-latency-job.mjs"),
+      brokers.join(","),
+      input,
+      postgresSinkUrl(),
+      output,
+      mode,
+      String(interval),
+      dir,
+      `lat-pg-${randomUUID().slice(0, 8)}`,
+    ],
+  });
+}
+
+function postgresSinkUrl(): string {
+  const url = args["postgres-sink"];
+  if (url === undefined) throw new Error("the pg-* candidates need --postgres-sink or ONCEFLOW_POSTGRES_URL");
+  return url;
+}
+
+interface Candidate {
+  launch: (input: string, output: string, dir: string) => Launch;
+  /** Where the output goes: a topic (the default) or a PostgreSQL table. */
+  output?: "kafka" | "postgres";
+  /** Prints {"event":"phases"} when its stdin closes. */
+  phases?: boolean;
+}
+
+const candidates: Record<string, Candidate> = {
+  "onceflow-1s-fs": { launch: onceflow(1000, "fs"), phases: true },
+  "onceflow-100ms-fs": { launch: onceflow(100, "fs"), phases: true },
+  "onceflow-50ms-fs": { launch: onceflow(50, "fs"), phases: true },
+  "onceflow-50ms-pg": { launch: onceflow(50, "pg"), phases: true },
+  "onceflow-keyed-50ms": { launch: keyed(50, 1), phases: true },
+  "onceflow-keyed-p2-50ms": { launch: keyed(50, 2), phases: true },
+  "pg-prepared-50ms": { launch: postgresSink("prepared", 50), output: "postgres", phases: true },
+  "pg-staging-50ms": { launch: postgresSink("staging", 50), output: "postgres", phases: true },
+  "pg-prepared-1s": { launch: postgresSink("prepared", 1000), output: "postgres", phases: true },
+  "pg-staging-1s": { launch: postgresSink("staging", 1000), output: "postgres", phases: true },
+  "streams-50": { launch: streams(50) },
+  "streams-100": { launch: streams(100) },
+  "flink-50": { launch: flink(50) },
+  "flink-100": { launch: flink(100) },
+  "java-txn-50": { launch: transactionalLoop(50), phases: true },
 };
+
+/** A fresh table for a pg-* candidate: seq numbers the rows in the order they were written. */
+async function createTable(name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: postgresSinkUrl() });
+  await client.connect();
+  try {
+    await client.query(
+      `CREATE TABLE ${name} (seq bigserial PRIMARY KEY, sent_at bigint NOT NULL, payload text NOT NULL)`,
+    );
+  } finally {
+    await client.end();
+  }
+  return name;
+}
+
+async function dropTable(name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresSinkUrl() });
+  await client.connect();
+  await client.query(`DROP TABLE IF EXISTS ${name}`).finally(() => client.end());
+}
 
 /** Spawns a child whose stdout carries `{"event":…}` lines; `next(name)` waits for one. */
 function child(launch: Launch) {
@@ -194,17 +292,27 @@ interface Measurement {
 }
 
 async function measure(name: string, round: number): Promise<Measurement> {
-  const launch = candidates[name];
-  if (launch === undefined)
+  const candidate = candidates[name];
+  if (candidate === undefined)
     throw new Error(`unknown candidate ${name}; known: ${Object.keys(candidates).join(", ")}`);
   const input = await createTopic(kafka, `lat-${run}-${name}-${round}-in`, PARTITIONS);
-  const output = await createTopic(kafka, `lat-${run}-${name}-${round}-out`, PARTITIONS);
+  const toPostgres = candidate.output === "postgres";
+  const output = toPostgres
+    ? await createTable(`lat_${run}_${name.replace(/-/g, "_")}_${round}`)
+    : await createTopic(kafka, `lat-${run}-${name}-${round}-out`, PARTITIONS);
   const dir = await mkdtemp(join(tmpdir(), `lat-${name}-`));
-  const reader = child({
-    command: process.execPath,
-    args: [join(here, "candidates/latency-reader.mjs"), brokers.join(","), output],
-  });
-  const pipeline = child(launch(input, output, dir));
+  const reader = child(
+    toPostgres
+      ? {
+          command: process.execPath,
+          args: [join(here, "candidates/postgres-latency-reader.mjs"), postgresSinkUrl(), output],
+        }
+      : {
+          command: process.execPath,
+          args: [join(here, "candidates/latency-reader.mjs"), brokers.join(","), output],
+        },
+  );
+  const pipeline = child(candidate.launch(input, output, dir));
   try {
     await reader.next("ready", 60_000);
     // The pipeline is up once a probe record comes through (its time is before the warm-up ends).
@@ -244,7 +352,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
       .map((value) => value.toFixed(1))
       .join(" ");
     let phases: Record<string, unknown> | undefined;
-    if (name.startsWith("onceflow")) {
+    if (candidate.phases) {
       pipeline.process.stdin?.end();
       phases = await pipeline.next("phases", 30_000).catch(() => undefined);
     }
@@ -275,6 +383,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
   } finally {
     await Promise.all([pipeline.end(), reader.end()]);
     await rm(dir, { recursive: true, force: true });
+    if (toPostgres) await dropTable(output);
   }
 }
 

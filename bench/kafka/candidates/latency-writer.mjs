@@ -1,5 +1,6 @@
 // Writes 100-byte records at a steady rate for a while; each value starts with the time (ms since
-// the epoch) it was handed to the producer. A batch every 10 ms, round-robin over the partitions.
+// the epoch) it was handed to the producer. A batch every 10 ms, round-robin over the partitions;
+// record n is keyed `n % 1000` in decimal (the keyed candidates key by it, the others ignore it).
 //   node latency-writer.mjs <brokers> <topic> <records per second> <seconds> <partitions>
 // Prints {"event":"done","records":n,"seconds":s,"lateTicks":k} (ticks that started more than
 // 10 ms late: the writer, or the machine, could not keep the rate).
@@ -20,6 +21,7 @@ const started = Date.now();
 let records = 0;
 let lateTicks = 0;
 const inFlight = new Set();
+const KEYS = Array.from({ length: 1000 }, (_, key) => Buffer.from(String(key)));
 for (let tick = 0; tick < ticks; tick++) {
   const due = started + tick * TICK_MS;
   const wait = due - Date.now();
@@ -28,7 +30,8 @@ for (let tick = 0; tick < ticks; tick++) {
   const now = Date.now();
   const value = Buffer.from(`${now}`.padEnd(100, "x"));
   const byPartition = Array.from({ length: Number(partitions) }, () => []);
-  for (let i = 0; i < perTick; i++) byPartition[(records + i) % byPartition.length].push({ value });
+  for (let i = 0; i < perTick; i++)
+    byPartition[(records + i) % byPartition.length].push({ key: KEYS[(records + i) % KEYS.length], value });
   records += perTick;
   // Not awaited one by one: a slow acknowledgement must not hold the next tick back.
   const sent = producer.sendBatch({
