@@ -26,9 +26,10 @@
 // (the pipeline is up); then candidates/latency-writer.mjs writes 100-byte records at --rate for
 // --seconds, each stamped with the time it was sent. Records sent in the first --warmup seconds
 // are left out of the percentiles. The onceflow candidates also report their checkpoints' phases
-// (onceflow_checkpoint_phase_duration_seconds, p50/p99), the Java ceiling its commits' durations. The machine's CPU busy % over the window
-// and the load average are printed with each figure: on a shared machine they say how far to
-// trust it.
+// (onceflow_checkpoint_phase_duration_seconds, p50/p99), the Java ceiling its commits' durations.
+// The machine's CPU busy % over the window, the CPU of the pipeline, the writer, the reader and the
+// broker (per cent of one core) and the load average are printed with each figure: on a shared
+// machine they say how far to trust it, and which process the rate was waiting for.
 //
 //   npm run build -w @onceflow/core -w @onceflow/connector-kafka -w @onceflow/connector-postgres
 //   ONCEFLOW_KAFKA_BROKERS=127.0.0.1:39092 npx tsx bench/kafka/latency.mts --rate 100000 --seconds 20
@@ -45,7 +46,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
-import { CORES, machineJiffies } from "../process-cpu.js";
+import { brokerPid, CORES, cpuSecondsIfAlive, machineJiffies } from "../process-cpu.js";
 import { createTopic } from "./input-topic.js";
 
 const { values: args } = parseArgs({
@@ -70,6 +71,7 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const brokers = (process.env.ONCEFLOW_KAFKA_BROKERS ?? "127.0.0.1:39092").split(",");
 const kafka = new Kafka({ brokers, clientId: "onceflow-latency", logLevel: logLevel.NOTHING });
 const run = randomUUID().slice(0, 8);
+const BROKER_PID = brokerPid(brokers);
 
 interface Launch {
   command: string;
@@ -287,6 +289,8 @@ interface Measurement {
   p99: number;
   max: number;
   machineBusyPercent: number;
+  /** CPU over the writing, per cent of one core: the pipeline, the writer, the reader, the broker. */
+  cpu: { pipeline?: number; writer: number; reader?: number; broker?: number };
   load: string;
   phases: Record<string, unknown> | undefined;
 }
@@ -338,13 +342,22 @@ async function measure(name: string, round: number): Promise<Measurement> {
     const startedAt = Date.now();
     reader.process.stdin?.write(`cutoff ${startedAt + WARMUP_MS}\n`);
     const busyBefore = machineJiffies().busy;
+    const pids = [pipeline.process.pid, reader.process.pid, BROKER_PID];
+    const cpuBefore = pids.map(cpuSecondsIfAlive);
     const written = (await writer.next("done", SECONDS * 1000 + 120_000)) as {
       records: number;
       seconds: number;
       lateTicks: number;
+      cpuSeconds: number;
     };
     const busyAfter = machineJiffies().busy;
+    const cpuAfter = pids.map(cpuSecondsIfAlive);
     const window = (Date.now() - startedAt) / 1000;
+    const share = (index: number) => {
+      const before = cpuBefore[index];
+      const after = cpuAfter[index];
+      return before === undefined || after === undefined ? undefined : Math.round(((after - before) / window) * 100);
+    };
     await writer.end();
     // Let the last checkpoint (or commit) complete and the reader see it.
     await new Promise((resolve) => setTimeout(resolve, 3000));
@@ -377,6 +390,12 @@ async function measure(name: string, round: number): Promise<Measurement> {
       p99: read.p99,
       max: read.max,
       machineBusyPercent: Math.round(((busyAfter - busyBefore) / 100 / (CORES * window)) * 100),
+      cpu: {
+        pipeline: share(0),
+        writer: Math.round((written.cpuSeconds / written.seconds) * 100),
+        reader: share(1),
+        broker: share(2),
+      },
       load,
       phases,
     };
@@ -398,7 +417,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, round);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(18)} written ${m.written} (${m.writtenPerSecond}/s, ${m.lateTicks} late ticks), seen ${m.seen}; latency ms p50 ${m.p50} p90 ${m.p90} p99 ${m.p99} max ${m.max} over ${m.measured}; machine CPU busy ${m.machineBusyPercent} %, load average ${m.load}` +
+      `round ${round + 1} ${name.padEnd(18)} written ${m.written} (${m.writtenPerSecond}/s, ${m.lateTicks} late ticks), seen ${m.seen}; latency ms p50 ${m.p50} p90 ${m.p90} p99 ${m.p99} max ${m.max} over ${m.measured}; machine CPU busy ${m.machineBusyPercent} % (% of a core: pipeline ${m.cpu.pipeline ?? "–"}, writer ${m.cpu.writer}, reader ${m.cpu.reader ?? "–"}, broker ${m.cpu.broker ?? "–"}), load average ${m.load}` +
         (m.phases ? `\n  checkpoints: ${JSON.stringify(m.phases)}` : ""),
     );
   }
@@ -406,12 +425,12 @@ for (let round = 0; round < ROUNDS; round++) {
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 console.log(
-  "\n| candidate | written records/s | seen / written | p50 ms | p90 ms | p99 ms | max ms | machine CPU busy % | load average (1/5/15 min) |\n|---|--:|--:|--:|--:|--:|--:|--:|---|",
+  "\n| candidate | written records/s | seen / written | p50 ms | p90 ms | p99 ms | max ms | machine CPU busy % | % of a core: pipeline / writer / reader / broker | load average (1/5/15 min) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
 );
 for (const [name, list] of results) {
   const m = (key: keyof Measurement) => median(list.map((entry) => entry[key] as number));
   console.log(
-    `| ${name} | ${m("writtenPerSecond").toLocaleString("en")} | ${list.map((e) => `${e.seen}/${e.written}`).join(", ")} | ${m("p50")} | ${m("p90")} | ${m("p99")} | ${m("max")} | ${m("machineBusyPercent")} | ${list.map((e) => e.load).join("; ")} |`,
+    `| ${name} | ${m("writtenPerSecond").toLocaleString("en")} | ${list.map((e) => `${e.seen}/${e.written}`).join(", ")} | ${m("p50")} | ${m("p90")} | ${m("p99")} | ${m("max")} | ${m("machineBusyPercent")} | ${(["pipeline", "writer", "reader", "broker"] as const).map((part) => median(list.map((e) => e.cpu[part] ?? Number.NaN))).join(" / ")} | ${list.map((e) => e.load).join("; ")} |`,
   );
 }
 process.exit(0);

@@ -2,8 +2,9 @@
 // the epoch) it was handed to the producer. A batch every 10 ms, round-robin over the partitions;
 // record n is keyed `n % 1000` in decimal (the keyed candidates key by it, the others ignore it).
 //   node latency-writer.mjs <brokers> <topic> <records per second> <seconds> <partitions>
-// Prints {"event":"done","records":n,"seconds":s,"lateTicks":k} (ticks that started more than
-// 10 ms late: the writer, or the machine, could not keep the rate).
+// Prints {"event":"done","records":n,"seconds":s,"lateTicks":k,"cpuSeconds":c} (ticks that started
+// more than 10 ms late: the writer, or the machine, could not keep the rate; c: this process's CPU
+// time over the writing, user + system).
 import { Kafka, logLevel } from "kafkajs";
 
 const [brokerList, topic, rate, seconds, partitions] = process.argv.slice(2);
@@ -18,6 +19,7 @@ const TICK_MS = 10;
 const perTick = Math.max(1, Math.round((Number(rate) * TICK_MS) / 1000));
 const ticks = Math.round((Number(seconds) * 1000) / TICK_MS);
 const started = Date.now();
+const cpuBefore = process.cpuUsage();
 let records = 0;
 let lateTicks = 0;
 const inFlight = new Set();
@@ -49,5 +51,7 @@ for (let tick = 0; tick < ticks; tick++) {
 }
 await Promise.all(inFlight);
 const took = (Date.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
 await producer.disconnect();
-process.stdout.write(`${JSON.stringify({ event: "done", records, seconds: took, lateTicks })}\n`);
+const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+process.stdout.write(`${JSON.stringify({ event: "done", records, seconds: took, lateTicks, cpuSeconds })}\n`);
