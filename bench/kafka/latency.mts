@@ -356,7 +356,9 @@ async function measure(name: string, round: number): Promise<Measurement> {
     const share = (index: number) => {
       const before = cpuBefore[index];
       const after = cpuAfter[index];
-      return before === undefined || after === undefined ? undefined : Math.round(((after - before) / window) * 100);
+      return before === undefined || after === undefined
+        ? undefined
+        : Math.round(((after - before) / window) * 100);
     };
     await writer.end();
     // Let the last checkpoint (or commit) complete and the reader see it.

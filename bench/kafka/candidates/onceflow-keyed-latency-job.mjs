@@ -46,7 +46,13 @@ job
   .keyBy((record) => record.key ?? "")
   .process(() => new PassOn(), { uid: "pass-on" })
   .sinkTo(
-    () => new KafkaSink({ brokers, topic: output, deliveryGuarantee: "exactly-once", transactionalIdPrefix: prefix }),
+    () =>
+      new KafkaSink({
+        brokers,
+        topic: output,
+        deliveryGuarantee: "exactly-once",
+        transactionalIdPrefix: prefix,
+      }),
     { uid: "out" },
   );
 watchFirstCheckpoint(() => job.status());

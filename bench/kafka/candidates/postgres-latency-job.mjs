@@ -34,9 +34,12 @@ job
     const value = record.value ?? "";
     return [Number(value.slice(0, 13)), value];
   })
-  .sinkTo(() => new PostgresSink({ connection, mode, table, columns: ["sent_at", "payload"], batchSize: 5000 }), {
-    uid: "out",
-  });
+  .sinkTo(
+    () => new PostgresSink({ connection, mode, table, columns: ["sent_at", "payload"], batchSize: 5000 }),
+    {
+      uid: "out",
+    },
+  );
 watchFirstCheckpoint(() => job.status());
 const done = job.execute();
 process.stdin.resume();
