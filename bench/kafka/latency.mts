@@ -46,7 +46,13 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
-import { brokerPid, CORES, cpuSecondsIfAlive, machineJiffies } from "../process-cpu.js";
+import {
+  brokerPid,
+  CORES,
+  cpuSecondsIfAlive,
+  machineJiffies,
+  processTreeCpuSeconds,
+} from "../process-cpu.js";
 import { createTopic } from "./input-topic.js";
 
 const { values: args } = parseArgs({
@@ -231,6 +237,36 @@ async function createTable(name: string): Promise<string> {
   return name;
 }
 
+/**
+ * The postmaster pid of the pg-* candidates' server (its `postmaster.pid`), for the server's CPU:
+ * undefined when it cannot be read (another machine, another user's files).
+ */
+async function postmasterPid(): Promise<number | undefined> {
+  const client = new pg.Client({ connectionString: postgresSinkUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ data_directory: string }>("SHOW data_directory");
+    const pid = Number(
+      readFileSync(join(rows[0]?.data_directory ?? "", "postmaster.pid"), "utf8").split("\n")[0],
+    );
+    return Number.isSafeInteger(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The server's CPU seconds so far (the postmaster and its children), or undefined. */
+function postgresCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return processTreeCpuSeconds(pid);
+  } catch {
+    return undefined;
+  }
+}
+
 async function dropTable(name: string): Promise<void> {
   const client = new pg.Client({ connectionString: postgresSinkUrl() });
   await client.connect();
@@ -290,7 +326,7 @@ interface Measurement {
   max: number;
   machineBusyPercent: number;
   /** CPU over the writing, per cent of one core: the pipeline, the writer, the reader, the broker. */
-  cpu: { pipeline?: number; writer: number; reader?: number; broker?: number };
+  cpu: { pipeline?: number; writer: number; reader?: number; broker?: number; postgres?: number };
   load: string;
   phases: Record<string, unknown> | undefined;
 }
@@ -305,6 +341,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
     ? await createTable(`lat_${run}_${name.replace(/-/g, "_")}_${round}`)
     : await createTopic(kafka, `lat-${run}-${name}-${round}-out`, PARTITIONS);
   const dir = await mkdtemp(join(tmpdir(), `lat-${name}-`));
+  const postmaster = toPostgres ? await postmasterPid() : undefined;
   const reader = child(
     toPostgres
       ? {
@@ -343,7 +380,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
     reader.process.stdin?.write(`cutoff ${startedAt + WARMUP_MS}\n`);
     const busyBefore = machineJiffies().busy;
     const pids = [pipeline.process.pid, reader.process.pid, BROKER_PID];
-    const cpuBefore = pids.map(cpuSecondsIfAlive);
+    const cpuBefore = [...pids.map(cpuSecondsIfAlive), postgresCpuSeconds(postmaster)];
     const written = (await writer.next("done", SECONDS * 1000 + 120_000)) as {
       records: number;
       seconds: number;
@@ -351,7 +388,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
       cpuSeconds: number;
     };
     const busyAfter = machineJiffies().busy;
-    const cpuAfter = pids.map(cpuSecondsIfAlive);
+    const cpuAfter = [...pids.map(cpuSecondsIfAlive), postgresCpuSeconds(postmaster)];
     const window = (Date.now() - startedAt) / 1000;
     const share = (index: number) => {
       const before = cpuBefore[index];
@@ -397,6 +434,7 @@ async function measure(name: string, round: number): Promise<Measurement> {
         writer: Math.round((written.cpuSeconds / written.seconds) * 100),
         reader: share(1),
         broker: share(2),
+        postgres: share(3),
       },
       load,
       phases,
@@ -419,7 +457,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const m = await measure(name, round);
     results.get(name)?.push(m);
     console.log(
-      `round ${round + 1} ${name.padEnd(18)} written ${m.written} (${m.writtenPerSecond}/s, ${m.lateTicks} late ticks), seen ${m.seen}; latency ms p50 ${m.p50} p90 ${m.p90} p99 ${m.p99} max ${m.max} over ${m.measured}; machine CPU busy ${m.machineBusyPercent} % (% of a core: pipeline ${m.cpu.pipeline ?? "–"}, writer ${m.cpu.writer}, reader ${m.cpu.reader ?? "–"}, broker ${m.cpu.broker ?? "–"}), load average ${m.load}` +
+      `round ${round + 1} ${name.padEnd(18)} written ${m.written} (${m.writtenPerSecond}/s, ${m.lateTicks} late ticks), seen ${m.seen}; latency ms p50 ${m.p50} p90 ${m.p90} p99 ${m.p99} max ${m.max} over ${m.measured}; machine CPU busy ${m.machineBusyPercent} % (% of a core: pipeline ${m.cpu.pipeline ?? "–"}, writer ${m.cpu.writer}, reader ${m.cpu.reader ?? "–"}, broker ${m.cpu.broker ?? "–"}${m.cpu.postgres === undefined ? "" : `, PostgreSQL ${m.cpu.postgres}`}), load average ${m.load}` +
         (m.phases ? `\n  checkpoints: ${JSON.stringify(m.phases)}` : ""),
     );
   }
