@@ -7,6 +7,7 @@
  *   (c) the same in staging mode (whose commits run in the background by default: the move of
  *       checkpoint N overlaps writing N + 1)
  *   (d) the same as (c) with `backgroundCommits: false`: each move inline, records wait for it
+ *   (b50), (c50) (b) and (c) with checkpoints every 50 ms instead of 1000 (what the interval costs)
  *   (r) the read side alone: the same KafkaSource → map → DiscardingSink, checkpoints as in (b)
  *   (e) (b) at parallelism 2, each subtask in a worker thread of this process (runSubtasksInThreads,
  *       the job in kafka-to-postgres-thread-job.mjs): two readers, two COPY connections
@@ -51,7 +52,7 @@
  *
  *   npm run build -w @onceflow/core -w @onceflow/connector-kafka -w @onceflow/connector-postgres
  *   export ONCEFLOW_KAFKA_BROKERS=… ONCEFLOW_POSTGRES_URL=…   # a broker, and a PostgreSQL with max_prepared_transactions > 0
- *   npx tsx bench/postgres/kafka-to-postgres.ts --records 1000000 --rounds 3 [--runs a,b,c,d,r,e,f]
+ *   npx tsx bench/postgres/kafka-to-postgres.ts --records 1000000 --rounds 3 [--runs a,b,c,d,r,e,f,b50,c50]
  * `--keep-topic` keeps the input topic and `--topic NAME` reads it again without writing it (for a
  * profile of one run: `node --cpu-prof --import tsx bench/postgres/kafka-to-postgres.ts --runs b …`);
  * `--broker-pid PID` names the broker's process when `ss` cannot find it.
@@ -388,13 +389,15 @@ async function kafkaJob(
   /** `undefined`: the sink's default for the mode. */
   backgroundCommits: boolean | undefined,
   cpu: CpuSampler,
+  /** The checkpoint interval (ms). */
+  interval = 1000,
 ): Promise<Timing> {
   const directory = await mkdtemp(join(tmpdir(), "k2pg-"));
   try {
     const job = new Job({
       jobId: `k2pg-${table}`.replace(/_/g, "-"),
       parallelism: 1,
-      checkpointing: { interval: 1000, storage: filesystem(directory) },
+      checkpointing: { interval, storage: filesystem(directory) },
       restartStrategy: { type: "none" },
       ...(args.log ? { logger: createConsoleLogger({ level: "debug" }) } : {}),
     });
@@ -521,6 +524,16 @@ const allRuns: Run[] = [
     run: (table, topic, cpu) => kafkaJob(table, topic, "staging", undefined, cpu),
   },
   {
+    letter: "b50",
+    name: "(b50) (b) with checkpoints every 50 ms",
+    run: (table, topic, cpu) => kafkaJob(table, topic, "prepared", undefined, cpu, 50),
+  },
+  {
+    letter: "c50",
+    name: "(c50) (c) with checkpoints every 50 ms",
+    run: (table, topic, cpu) => kafkaJob(table, topic, "staging", undefined, cpu, 50),
+  },
+  {
     letter: "d",
     name: "(d) Kafka → staging, commits inline (backgroundCommits: false)",
     run: (table, topic, cpu) => kafkaJob(table, topic, "staging", false, cpu),
@@ -543,7 +556,7 @@ const allRuns: Run[] = [
 ];
 const wanted = new Set((args.runs as string).split(","));
 const runs = allRuns.filter((r) => wanted.has(r.letter));
-if (runs.length === 0) throw new Error(`--runs ${args.runs}: choose among a,b,c,d,e,f,r`);
+if (runs.length === 0) throw new Error(`--runs ${args.runs}: choose among a,b,c,d,e,f,r,b50,c50`);
 
 const median = (values: number[]) =>
   [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] ?? Number.NaN;
@@ -618,7 +631,7 @@ try {
   const baseBusy = timings.has("a") ? median((timings.get("a") ?? []).map((t) => t.busy)) : Number.NaN;
   const base = rate(baseBusy);
   console.log(
-    `records: ${fmt(RECORDS)}, partitions: ${PARTITIONS}, batch: ${BATCH}, checkpoint interval: 1000 ms (filesystem), medians of ${ROUNDS} rounds; ${CORES} cores; PostgreSQL postmaster pid ${POSTMASTER_PID ?? "unknown"}, broker pid ${BROKER_PID ?? "unknown"}; CPU over the busy window`,
+    `records: ${fmt(RECORDS)}, partitions: ${PARTITIONS}, batch: ${BATCH}, checkpoint interval: 1000 ms (filesystem; b50, c50: 50 ms), medians of ${ROUNDS} rounds; ${CORES} cores; PostgreSQL postmaster pid ${POSTMASTER_PID ?? "unknown"}, broker pid ${BROKER_PID ?? "unknown"}; CPU over the busy window`,
   );
   console.log(
     "| run | busy s | rows/s (first record → all committed) | ratio to (a) | rows/s (wall) | ratio to (a) | Node CPU-s / 1M | PostgreSQL CPU-s / 1M | broker CPU-s / 1M | busiest thread CPU-s / 1M | machine busy % | CPU bound: best ratio to (a) (floor s) |",
