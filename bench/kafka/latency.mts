@@ -16,6 +16,9 @@
 //   onceflow-keyed-50ms, onceflow-keyed-p2-50ms — KafkaSource → keyBy(key) → a keyed process passing
 //     the value on → KafkaSink, exactly-once, 50 ms checkpoints (filesystem), parallelism 1 / 2 in one
 //     thread (candidates/onceflow-keyed-latency-job.mjs);
+//   onceflow-keyed-processes-50ms — the same at parallelism 2, one process per subtask
+//     (candidates/onceflow-processes.mjs): keyBy's exchange goes through a Kafka repartition topic,
+//     one more exactly-once hop (written, committed with a checkpoint, read read_committed);
 //   pg-prepared-50ms, pg-staging-50ms, pg-prepared-1s, pg-staging-1s — Kafka → PostgresSink exactly-once
 //     (candidates/postgres-latency-job.mjs) into a fresh table on --postgres-sink (a PostgreSQL with
 //     max_prepared_transactions > 0); the reader (candidates/postgres-latency-reader.mjs) polls the
@@ -173,6 +176,23 @@ function keyed(interval: number, parallelism: number) {
   });
 }
 
+/** The keyed candidate with one process per subtask, the exchange through a repartition topic. */
+function keyedProcesses(interval: number, parallelism: number) {
+  return (input: string, output: string, dir: string): Launch => ({
+    command: process.execPath,
+    args: [
+      join(here, "candidates/onceflow-processes.mjs"),
+      String(parallelism),
+      brokers.join(","),
+      input,
+      output,
+      `lat-keyed-processes-${randomUUID().slice(0, 8)}`,
+      String(interval),
+      dir,
+    ],
+  });
+}
+
 /** `output` is the table here. */
 function postgresSink(mode: "prepared" | "staging", interval: number) {
   return (input: string, output: string, dir: string): Launch => ({
@@ -212,6 +232,7 @@ const candidates: Record<string, Candidate> = {
   "onceflow-50ms-pg": { launch: onceflow(50, "pg"), phases: true },
   "onceflow-keyed-50ms": { launch: keyed(50, 1), phases: true },
   "onceflow-keyed-p2-50ms": { launch: keyed(50, 2), phases: true },
+  "onceflow-keyed-processes-50ms": { launch: keyedProcesses(50, 2), phases: true },
   "pg-prepared-50ms": { launch: postgresSink("prepared", 50), output: "postgres", phases: true },
   "pg-staging-50ms": { launch: postgresSink("staging", 50), output: "postgres", phases: true },
   "pg-prepared-1s": { launch: postgresSink("prepared", 1000), output: "postgres", phases: true },
