@@ -54,7 +54,9 @@ describe.each([
   { definition: redisService(), check: (address: ServiceAddress) => redisVersion(address) },
   { definition: mariadb, check: mariadbVersion },
 ])("$definition.displayName in a container (GenericContainer)", ({ definition, check }) => {
-  it("starts, is killed and started again on the same port, and is gone after stop()", async () => {
+  it("starts, is killed and started again on the same port, and is gone after stop()", {
+    timeout: 120_000,
+  }, async () => {
     const image = resolveImage(definition.name, {
       env: process.env,
       fallback: definition.container?.image ?? "",
@@ -72,9 +74,12 @@ describe.each([
       if (engine.available) await expect(failure).rejects.toThrow(image);
       return;
     }
+    // Within the test's time: a container that does not answer after its restart fails with the
+    // container's log, not as a test timeout.
     const service = await startService(definition, {
       provider: "testcontainers",
       faultInjection: true,
+      startTimeoutMs: 30_000,
       writer: () => {},
     });
     try {
