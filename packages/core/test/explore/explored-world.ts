@@ -59,7 +59,11 @@ export class ExploredWorld {
   restore: RestoreSetting = "latest";
   /** The run: a fresh start (`"none"`) or a storage reset begins a new one, whose output starts over. */
   generation = 0;
+  /** The highest run begun so far: a run left (a named restore going back) is never begun again. */
+  private runsBegun = 0;
   private readonly generationOf = new Map<string, number>();
+  /** The run of the process that stored each checkpoint id: a named restore goes on with that run. */
+  private readonly runOfCheckpoint = new Map<number, number>();
   /** Problems found while the case ran (not only at its end). */
   private readonly endChecks: Promise<string | undefined>[] = [];
   private readonly liveProblems: string[] = [];
@@ -93,13 +97,14 @@ export class ExploredWorld {
     const single = this.settings.deployment === "single";
     const name = `p${this.processes.length}`;
     this.generationOf.set(name, this.generation);
+    const { storage, generation } = this;
     const process = new ExploredProcess({
       name,
-      generation: this.generation,
+      generation,
       jobId: this.jobId,
       parallelism: this.parallelism,
       subtaskIndex: single ? undefined : slot % this.slots,
-      storage: this.storage,
+      storage,
       input: this.input,
       target: this.target,
       restore: this.restore,
@@ -107,7 +112,10 @@ export class ExploredWorld {
       keyed: this.settings.keyed === true,
       storageObserver: {
         claimed: (scope) => this.takeOver(scope, process),
-        stored: (scope, checkpointId) => this.checkNewestWins(scope, checkpointId, process),
+        stored: (scope, checkpointId) => {
+          if (storage === this.storage) this.runOfCheckpoint.set(checkpointId, generation);
+          this.checkNewestWins(scope, checkpointId, process);
+        },
       },
       onAttemptEnded: (ended, transactionIds) => {
         this.endChecks.push(this.checkNothingOrphaned(ended, transactionIds));
@@ -154,17 +162,23 @@ export class ExploredWorld {
   ): Promise<void> {
     for (const process of this.processes) process.kill();
     this.newest.clear();
-    if (options.reset === true) this.storage = new MemoryCheckpointStorage();
+    if (options.reset === true) {
+      this.storage = new MemoryCheckpointStorage();
+      this.runOfCheckpoint.clear();
+    }
     if (restore === "newest-by-id") {
       const newest = await this.newestCheckpointId();
       this.restore = newest === undefined ? "latest" : { checkpointId: newest };
+      // The named checkpoint's run goes on: a fresh start whose processes never stored a checkpoint
+      // (none started, or all died before their base) left no trace, so it began no run.
+      if (newest !== undefined) this.generation = this.runOfCheckpoint.get(newest) ?? this.generation;
     } else {
       this.restore = restore;
     }
     // "none" is applied once: while the current lineage carries it, it is not applied again (the
     // core README's restore rule): the run goes on.
     const startsOver = restore === "none" && !(await this.currentLineageStartedEmpty());
-    if (options.reset === true || startsOver) this.generation++;
+    if (options.reset === true || startsOver) this.generation = ++this.runsBegun;
     this.parallelism = parallelism;
     for (let slot = 0; slot < Math.min(options.startNow ?? this.slots, this.slots); slot++) {
       this.startProcess(slot);

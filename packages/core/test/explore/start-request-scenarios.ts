@@ -84,6 +84,19 @@ export const startRequestScenarios: readonly Scenario[] = [
     finalOrder: [1, 0],
   },
   {
+    name: "a fresh start none of whose processes ran, then the newest checkpoint named: the first run goes on, its input read once",
+    settings: perSubtask(1),
+    commands: [
+      new StartProcess(0),
+      new ArriveEverywhere(3),
+      new CheckpointEverywhere(),
+      new ArriveEverywhere(7),
+      new Redeploy(1, "none", 0),
+      new Redeploy(1, "newest-by-id", 0),
+    ],
+    finalOrder: [0],
+  },
+  {
     name: "the checkpoint storage reset under a running job: the next deployment starts a new run",
     settings: perSubtask(2),
     commands: [
