@@ -6,7 +6,8 @@ import type { RecordBatch } from "../runtime/operators/stream-operator.js";
  * Encodes a batch for a channel between subtask threads: with a {@link RecordSerializer}, one
  * buffer holding the batch's split key, timestamps and record lengths (structured-cloned: a few
  * values per batch) followed by every record's bytes; without one, the whole batch as one
- * structured clone. One buffer per batch, so a channel message is one transferable copy.
+ * structured clone. One buffer per batch, exactly its size (a channel message copies the whole
+ * ArrayBuffer under it), so a batch crosses as one memcpy.
  *
  * @example
  * ```ts

@@ -32,8 +32,9 @@ export function serveHostedSubtask(
   statusIntervalMs: number,
   onMessage: (listener: (message: unknown) => void) => void,
 ): void {
-  const post = (message: HostedReply | HostedNotice, transfer?: ArrayBuffer[]): void =>
-    port.postMessage(message, transfer);
+  // Copied, never transferred: a detached ArrayBuffer slows every typed-array access in this
+  // thread's optimized code for the rest of its life (see `ChannelMessage`).
+  const post = (message: HostedReply | HostedNotice): void => port.postMessage(message);
   if (typeof (job as Partial<HostableJob>).startHostedSubtask !== "function") {
     post({
       type: "build-failed",
@@ -134,15 +135,7 @@ export function serveHostedSubtask(
     const { id, call } = message;
     const handler = handlers[call.name] as (call: HostedCall["call"]) => Promise<HostedReply["value"]>;
     handler(call).then(
-      (value) => {
-        const bytes = typeof value === "object" ? value.state : undefined;
-        const transfer =
-          bytes !== undefined && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-        post(
-          { type: "reply", id, ...(value === undefined ? {} : { value }) },
-          transfer ? [bytes.buffer as ArrayBuffer] : undefined,
-        );
-      },
+      (value) => post({ type: "reply", id, ...(value === undefined ? {} : { value }) }),
       (error: unknown) =>
         post({
           type: "reply",

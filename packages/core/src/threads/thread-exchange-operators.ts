@@ -169,10 +169,11 @@ class ChannelSenderOperator extends StreamOperator {
 
   processBatch(batch: RecordBatch): Promise<void> {
     const bytes = encodeRecordBatch(batch, this.serializer);
-    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    // A Buffer of its own (not a slice of Node's pool) can be transferred instead of copied.
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    return this.sender.send({ type: "batch", bytes: view }, own ? [bytes.buffer as ArrayBuffer] : undefined);
+    // Copied, not transferred: see `ChannelMessage`.
+    return this.sender.send({
+      type: "batch",
+      bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    });
   }
 
   protected override async onWatermark(watermark: number): Promise<void> {
