@@ -119,7 +119,7 @@ describe("a job on a new checkpoint storage", () => {
 });
 
 describe("PostgresSink epoch history", () => {
-  it("a zombie that starts after its replacement restarted 100 times keeps what the replacement's checkpoint holds", async () => {
+  it("a zombie that starts after its replacement restarted 100 times is refused and leaves what the replacement's checkpoint holds", async () => {
     const sinkId = uniqueName("eh_loop");
     const series = "loop";
     // The replacement (incarnation 6) prepares checkpoint 1, stores it, and dies before the commit.
@@ -147,13 +147,18 @@ describe("PostgresSink epoch history", () => {
     } finally {
       await client.end();
     }
-    // A zombie of incarnation 5, frozen since its claim, starts its sink only now.
+    // A zombie of incarnation 5, frozen since its claim, starts its sink only now: the bounded
+    // history still knows that newer incarnations started epochs, so the start is refused and
+    // changes nothing — not the epoch, not what the replacement prepared.
     const zombie = new SinkDriver(new (await sinkOfProcess(`${sinkId}-z`))<number>(options(sinkId)), {
       incarnation: 5,
       incarnationSeries: { series, newest: 106 },
     });
-    await zombie.start();
+    await expect(zombie.start()).rejects.toMatchObject({ code: "SUPERSEDED" });
     expect(await preparedGids(url, sinkId)).toEqual([`${sinkId}-0-1-1`]);
+    expect(
+      await sql(url, "SELECT epoch::int FROM onceflow_sink_epochs WHERE sink_id = $1", [sinkId]),
+    ).toEqual([{ epoch: 101 }]);
     await zombie.close();
     // The next restart restores the checkpoint and commits its transaction: every row, once.
     const next = new SinkDriver(new (await sinkOfProcess(`${sinkId}-n`))<number>(options(sinkId)), {

@@ -6,9 +6,11 @@ import { preparedPostgresUrl, sql, uniqueName } from "./helpers/postgres.js";
 import { SinkDriver } from "./helpers/sink-driver.js";
 
 // A zombie: a process of an older incarnation, frozen after its incarnation claim and before its
-// sink started, resumes after a newer process prepared a checkpoint and stored it. The zombie's
-// start raises the epoch (fencing the newer process, which restarts), but it must not roll back or
-// drop what the newer process prepared: the next attempt restores that checkpoint and commits it.
+// sink started, resumes after a newer process started its sink and prepared a checkpoint. Within
+// the runtime's incarnation series the zombie's start is refused and the newer process goes on
+// unfenced. Without a series (a context made by hand) the zombie's start raises the epoch (fencing
+// the newer process, which restarts), but it must not roll back or drop what the newer process
+// prepared: the next attempt restores that checkpoint and commits it.
 const url = preparedPostgresUrl();
 const table = uniqueName("zombie_start");
 beforeAll(() => sql(url, `CREATE TABLE ${table} (id bigint NOT NULL)`));
@@ -36,7 +38,47 @@ describe.each(["prepared", "staging"] as const)("a zombie's sink start (%s mode)
     commitRetry: { maxAttempts: 1 },
   });
 
-  it("leaves what a newer incarnation prepared for the attempt that restores it", async () => {
+  it("is refused within the runtime's incarnation series, and the newer process commits without a restart", async () => {
+    const sinkId = uniqueName(`zs_${mode}`);
+    const ids = mode === "prepared" ? [21, 22, 23] : [31, 32, 33];
+    const incarnationSeries = { series: `series-${sinkId}`, newest: 5 };
+    const newer = new SinkDriver(new (await sinkOfProcess(`${sinkId}-newer`))<number>(options(sinkId)), {
+      incarnation: 5,
+      incarnationSeries,
+    });
+    await newer.start();
+    await newer.write(...ids);
+    await newer.snapshot(1);
+    for (const incarnation of [3, 4]) {
+      const zombie = new SinkDriver(
+        new (await sinkOfProcess(`${sinkId}-zombie-${incarnation}`))<number>(options(sinkId)),
+        { incarnation, incarnationSeries },
+      );
+      await expect(zombie.start()).rejects.toMatchObject({
+        code: "SUPERSEDED",
+        message: expect.stringContaining(
+          `incarnation ${incarnation} of job 'test-job' cannot start: incarnation 5`,
+        ),
+      });
+      await zombie.close();
+    }
+    // The epoch is still the one the newer process started: its commit goes through.
+    expect(
+      await sql(url, "SELECT epoch::int FROM onceflow_sink_epochs WHERE sink_id = $1", [sinkId]),
+    ).toEqual([{ epoch: 1 }]);
+    await newer.complete(1);
+    const rows = await sql<{ id: string }>(url, `SELECT id FROM ${table} WHERE id = ANY($1) ORDER BY id`, [
+      ids,
+    ]);
+    expect(rows.map((row) => Number(row.id))).toEqual(ids);
+    await newer.close();
+    const prepared = await sql(url, "SELECT gid FROM pg_prepared_xacts WHERE left(gid, length($1)) = $1", [
+      `${sinkId}-`,
+    ]);
+    expect(prepared).toEqual([]);
+  });
+
+  it("without an incarnation series, leaves what a newer incarnation prepared for the attempt that restores it", async () => {
     const sinkId = uniqueName(`z_${mode}`);
     const ids = [mode === "prepared" ? 1 : 11, mode === "prepared" ? 2 : 12, mode === "prepared" ? 3 : 13];
     // The newer process (incarnation 5) prepares checkpoint 1, stores it, and dies before the commit.

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type RuntimeContext, TransactionError } from "@onceflow/core";
+import { CheckpointError, type RuntimeContext, TransactionError } from "@onceflow/core";
 import type { ClientBase, Pool } from "pg";
 import { PostgresConfigurationError, PostgresErrorReason } from "../errors/postgres-errors.js";
 import { literal, type TableName, tableName } from "../sql/identifiers.js";
@@ -7,6 +7,7 @@ import { SqlState, sqlState } from "../sql/pg-errors.js";
 import { asPermissionError } from "../sql/table-schema.js";
 import {
   type BumpingAttempt,
+  type EpochRange,
   type EpochSpan,
   newerIncarnationSpans,
   parseEpochHistory,
@@ -89,6 +90,8 @@ export class ControlTables {
    * older epoch that holds the share lock; throws the lock error when that takes longer.
    *
    * @throws PostgresConfigurationError `SINK_ID_CLAIMED` when another job uses this sink id.
+   * @throws CheckpointError `SUPERSEDED` when a newer incarnation of the series already started an
+   *   epoch here: this attempt is a zombie, and bumping would fence the process that replaced it.
    */
   async bumpEpoch(
     client: ClientBase,
@@ -112,6 +115,14 @@ export class ControlTables {
         throw this.claimedError(sinkId, subtask, claimedBy, attempt.jobId);
       }
       const ours = await rangesOfSeries(parseEpochHistory(previous.rows[0]?.bumps), attempt);
+      const newer = newerIncarnationSpans(ours, attempt);
+      // A start of an older incarnation — a zombie resumed between its claim and its sink's start —
+      // must not fence the newer process that took over: it would fail that process's next commit.
+      // Refused, the epoch left as it is. Only within a series the runtime gave (a context made by
+      // hand has none: its zombie bumps, keeping what newer incarnations left, as below).
+      if (attempt.series !== undefined && newer.length > 0) {
+        throw supersededStart(sinkId, subtask, attempt, ours);
+      }
       const epoch = Number(previous.rows[0]?.epoch ?? 0) + 1;
       await client.query(
         `INSERT INTO ${this.epochs.sql} (sink_id, subtask, epoch, bumps, job_id) VALUES ($1, $2, $3, $4::jsonb, $5)
@@ -119,7 +130,7 @@ export class ControlTables {
         [sinkId, subtask, epoch, serializeEpochHistory(recordBump(ours, epoch, attempt)), attempt.jobId],
       );
       await client.query("COMMIT");
-      return { epoch, epochsOfNewerIncarnations: newerIncarnationSpans(ours, attempt) };
+      return { epoch, epochsOfNewerIncarnations: newer };
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       throw error;
@@ -264,9 +275,24 @@ export class ControlTables {
   }
 }
 
+/** The start of an older incarnation than one that already started an epoch of (sink, subtask). */
+function supersededStart(
+  sinkId: string,
+  subtask: number,
+  attempt: BumpingAttempt,
+  ours: readonly EpochRange[],
+): CheckpointError {
+  const newest = ours.reduce((found, range) => (range.incarnation > found.incarnation ? range : found));
+  return new CheckpointError(
+    "SUPERSEDED",
+    `sink "${sinkId}" subtask ${subtask}: incarnation ${attempt.incarnation} of job '${attempt.jobId}' cannot start: incarnation ${newest.incarnation}, a newer process that took the job over, started epoch ${newest.to} of this sink after it was claimed (this process was frozen, cut off, or replaced while it started). It stops without fencing the newer process, which carries on from the latest checkpoint; if no other process should run, look for a second deployment of this job.`,
+  );
+}
+
 /**
  * What {@link ControlTables.bumpEpoch} did: the new epoch, and the spans of earlier epochs that
- * newer incarnations of the same series had started (any: this attempt is a zombie that resumed).
+ * newer incarnations had started — only for an attempt without an incarnation series (a context
+ * made by hand), a zombie that resumed; with a series such a start is refused.
  *
  * @example
  * ```ts
