@@ -16,8 +16,7 @@ import {
   kafkaRepartitionExchange,
 } from "@onceflow/connector-kafka";
 import { createMemoryMetrics, filesystem, Job } from "@onceflow/core";
-import { phaseSummary } from "./phases.mjs";
-import { watchFirstCheckpoint } from "./report.mjs";
+import { runUntilStdinEnds } from "./phases.mjs";
 
 const [brokerList, input, output, prefix, interval, directory, parallelism = "1", subtask] =
   process.argv.slice(2);
@@ -68,12 +67,4 @@ job
       }),
     { uid: "out" },
   );
-watchFirstCheckpoint(() => job.status());
-const done = job.execute();
-process.stdin.resume();
-process.stdin.on("end", async () => {
-  process.stdout.write(`${JSON.stringify({ event: "phases", ...phaseSummary(metrics) })}\n`);
-  job.stop();
-  await done.catch(() => undefined);
-  process.exit(0);
-});
+runUntilStdinEnds(job, metrics);

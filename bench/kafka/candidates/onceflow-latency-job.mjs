@@ -7,8 +7,7 @@
 import { Deserializers, KafkaSink, KafkaSource } from "@onceflow/connector-kafka";
 import { PostgresCheckpointStorage } from "@onceflow/connector-postgres";
 import { createMemoryMetrics, filesystem, Job } from "@onceflow/core";
-import { phaseSummary } from "./phases.mjs";
-import { watchFirstCheckpoint } from "./report.mjs";
+import { runUntilStdinEnds } from "./phases.mjs";
 
 const [brokerList, input, output, prefix, interval, where] = process.argv.slice(2);
 const brokers = brokerList.split(",");
@@ -43,13 +42,4 @@ job
     }),
     { uid: "out" },
   );
-watchFirstCheckpoint(() => job.status());
-const done = job.execute();
-process.stdin.resume();
-process.stdin.on("end", async () => {
-  process.stdout.write(`${JSON.stringify({ event: "phases", ...phaseSummary(metrics) })}\n`);
-  job.stop();
-  await done.catch(() => undefined);
-  await storage.close?.();
-  process.exit(0);
-});
+runUntilStdinEnds(job, metrics, async () => storage.close?.());

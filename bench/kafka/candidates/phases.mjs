@@ -2,6 +2,7 @@
 // `onceflow_checkpoint_phase_duration_seconds` and of the checkpoint duration, in ms, read from a
 // createMemoryMetrics() registry. Printed by the onceflow candidates (to stderr, or as an event).
 import { MetricNames } from "@onceflow/core";
+import { watchFirstCheckpoint } from "./report.mjs";
 
 const PHASES = ["barrier", "alignment", "snapshot", "pre_commit", "store", "commit", "retain"];
 
@@ -36,4 +37,23 @@ export function formatPhaseSummary(summary) {
     .map(([phase, values]) => `${phase} ${pair(values)}`)
     .join(", ");
   return `${summary.checkpoints} checkpoints, duration p50/p99 ${pair(summary.duration)} ms; phases p50/p99 ms: ${phases}`;
+}
+
+/**
+ * Runs a latency candidate's `job` until the driver closes stdin: prints {"event":"checkpoint"}
+ * after the first checkpoint (report.mjs), then at stdin's end {"event":"phases", …} (the
+ * checkpoints' phases from `metrics`), stops the job, runs `afterStop` (closing a storage, say) and
+ * exits.
+ */
+export function runUntilStdinEnds(job, metrics, afterStop = async () => {}) {
+  watchFirstCheckpoint(() => job.status());
+  const done = job.execute();
+  process.stdin.resume();
+  process.stdin.on("end", async () => {
+    process.stdout.write(`${JSON.stringify({ event: "phases", ...phaseSummary(metrics) })}\n`);
+    job.stop();
+    await done.catch(() => undefined);
+    await afterStop();
+    process.exit(0);
+  });
 }

@@ -9,8 +9,7 @@
 import { Deserializers, KafkaSource } from "@onceflow/connector-kafka";
 import { PostgresSink } from "@onceflow/connector-postgres";
 import { createMemoryMetrics, filesystem, Job } from "@onceflow/core";
-import { phaseSummary } from "./phases.mjs";
-import { watchFirstCheckpoint } from "./report.mjs";
+import { runUntilStdinEnds } from "./phases.mjs";
 
 const [brokerList, input, connection, table, mode, interval, directory, prefix] = process.argv.slice(2);
 const metrics = createMemoryMetrics();
@@ -40,12 +39,4 @@ job
       uid: "out",
     },
   );
-watchFirstCheckpoint(() => job.status());
-const done = job.execute();
-process.stdin.resume();
-process.stdin.on("end", async () => {
-  process.stdout.write(`${JSON.stringify({ event: "phases", ...phaseSummary(metrics) })}\n`);
-  job.stop();
-  await done.catch(() => undefined);
-  process.exit(0);
-});
+runUntilStdinEnds(job, metrics);
