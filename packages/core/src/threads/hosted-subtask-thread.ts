@@ -134,18 +134,25 @@ export function serveHostedSubtask(
     if (message.type !== "call") return;
     const { id, call } = message;
     const handler = handlers[call.name] as (call: HostedCall["call"]) => Promise<HostedReply["value"]>;
-    handler(call).then(
-      (value) => post({ type: "reply", id, ...(value === undefined ? {} : { value }) }),
-      (error: unknown) =>
-        post({
-          type: "reply",
-          id,
-          error: {
-            code: isOnceflowError(error) ? error.code : "JOB_FAILED",
-            message: error instanceof Error ? error.message : String(error),
-          },
-        }),
-    );
+    handler(call)
+      .then(
+        (value) => post({ type: "reply", id, ...(value === undefined ? {} : { value }) }),
+        (error: unknown) =>
+          post({
+            type: "reply",
+            id,
+            error: {
+              code: isOnceflowError(error) ? error.code : "JOB_FAILED",
+              message: error instanceof Error ? error.message : String(error),
+            },
+          }),
+      )
+      // Closed: nothing more comes. The thread ends once the subtask's last handles are gone,
+      // instead of waiting for the main thread's grace-period terminate (the process's exit waits
+      // for its threads).
+      .finally(() => {
+        if (call.name === "close") port.unref();
+      });
   });
   post({ type: "ready" });
 }

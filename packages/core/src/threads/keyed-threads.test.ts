@@ -170,6 +170,30 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     expect([...rows].sort()).toEqual(["a=1", "a=2", "a=3", "a=4", "a=5", "a=6"]);
   });
 
+  it("lets its threads end by themselves once the job has closed them, so that the process can exit", async () => {
+    const directory = await folder();
+    const path = join(directory, "keys.txt");
+    await writeFile(path, "a\nb\nc\n");
+    const exits: Array<Promise<number>> = [];
+    const onWorker = (worker: import("node:worker_threads").Worker) =>
+      exits.push(new Promise<number>((resolve) => worker.once("exit", resolve)));
+    process.on("worker", onWorker);
+    try {
+      await runInThreads(directory, {
+        jobId: "threads-end",
+        parallelism: 2,
+        checkpoints: join(directory, "checkpoints"),
+        output: join(directory, "out"),
+        input: { kind: "files", paths: [path] },
+      });
+    } finally {
+      process.off("worker", onWorker);
+    }
+    expect(exits).toHaveLength(2);
+    // 0: the thread's event loop ran out; 1: the main thread had to terminate it after its grace.
+    expect(await Promise.all(exits)).toEqual([0, 0]);
+  });
+
   it.each([
     ["as structured clones", false],
     ["as the bytes of the keyBy's serializer", true],
