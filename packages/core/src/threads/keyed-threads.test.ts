@@ -334,7 +334,9 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     const directory = await folder();
     // 100,000 records of 8 KiB, 800 MiB in all; the subtask owning the hot key is the slow one. A
     // channel that took whatever its sender sent would hold hundreds of MiB waiting for it (in the
-    // heap or in the port's queue): bounded, the process grows by a few channel capacities.
+    // heap or in the port's queue; about 600 MiB measured): bounded, the process grows by a few
+    // channel capacities plus the sent copies each thread's heap holds until its next garbage
+    // collection (about 180 MiB measured).
     const count = 100_000;
     const before = process.memoryUsage().rss;
     let peak = before;
@@ -354,7 +356,7 @@ describe("keyBy between subtask threads: one state per key for the whole job", {
     }
     const grewMiB = (peak - before) / 2 ** 20;
     console.log(`skew: the process grew by ${grewMiB.toFixed(0)} MiB at most`);
-    expect(grewMiB).toBeLessThan(200);
+    expect(grewMiB).toBeLessThan(320);
     const rows = await readCommittedFiles<string>(join(directory, "out"));
     expect(rows).toHaveLength(count);
     const expected: Record<string, number> = { hot: count * 0.9 };
