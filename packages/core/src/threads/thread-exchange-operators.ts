@@ -168,12 +168,8 @@ class ChannelSenderOperator extends StreamOperator {
   }
 
   processBatch(batch: RecordBatch): Promise<void> {
-    const bytes = encodeRecordBatch(batch, this.serializer);
     // Copied, not transferred: see `ChannelMessage`.
-    return this.sender.send({
-      type: "batch",
-      bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    });
+    return this.sender.send({ type: "batch", bytes: encodeRecordBatch(batch, this.serializer) });
   }
 
   protected override async onWatermark(watermark: number): Promise<void> {
